@@ -1,0 +1,42 @@
+# `make run` starts the broker on localhost:9092; `make test` runs the whole suite.
+# Both create or refresh .venv first; nothing else needs installing by hand.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CONFIG ?= config/server.properties
+
+.PHONY: run test venv venv-test codegen-check bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# The stamps are refreshed whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(VENV)/.installed $@
+
+venv: $(VENV)/.installed
+venv-test: $(VENV)/.installed-test
+
+run: venv
+	$(PY) -m broker --config $(CONFIG)
+
+codegen-check: venv-test
+	$(PY) -m protocol.codegen --check
+
+# pytest exits 5 when it collected no tests: that is a failure here.
+test: venv-test codegen-check
+	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+bench: venv-test
+	$(PY) benchmarks/codec.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
