@@ -7,8 +7,10 @@ versions; ``encode(version)`` and ``decode(buffer, version)`` are the whole publ
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from operator import attrgetter
+from typing import Any, ClassVar, TypeVar
 
 from protocol.exceptions import ProtocolError
 from protocol.primitives import Reader, Writer
@@ -46,10 +48,19 @@ class Struct:
     FIELD_NAMES: ClassVar[tuple[str, ...]] = ()
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = ()
 
+    _values: ClassVar[Callable[[Any], Any]] = staticmethod(lambda instance: ())
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        names = cls.__dict__.get("FIELD_NAMES", ())
+        if names:
+            # One C-level call fetches every schema field; a 1-tuple keeps the shapes uniform.
+            cls._values = staticmethod(attrgetter(*names, *names[:1]) if len(names) == 1 else attrgetter(*names))
+
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.FIELD_NAMES)
+        return bool(self._values(self) == self._values(other))
 
     __hash__ = None  # type: ignore[assignment]
 

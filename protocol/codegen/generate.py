@@ -132,13 +132,25 @@ class _Generator:
         out.append("from __future__ import annotations\n\n")
         out.append("import typing as _t\nimport uuid as _uuid\n\n")
         out.append("from protocol import message as _m\nfrom protocol import primitives as _p\n\n")
+        tagged_structs = self._tagged_struct_names()
         for name in self.order:
             struct = self.structs[name]
             out.append("\n" + self._class(name, struct.fields, struct.versions, top=False))
+            if name in tagged_structs:
+                out.append(f"# The default {name}: a tagged field equal to it is not written.\n")
+                out.append(f"_{name}_DEFAULT = {name}()\n\n")
         out.append("\n" + self._class(m.name, m.fields, m.valid_versions, top=True))
         names = [*self.order, m.name]
         out.append(f"\n__all__ = {sorted(names)!r}\n")
         return "".join(out)
+
+    def _tagged_struct_names(self) -> set[str]:
+        names = set()
+        for fields in [self.message.fields, *(s.fields for s in self.structs.values())]:
+            for f in fields:
+                if f.tag is not None and f.is_struct and not f.is_array:
+                    names.add(f.type)
+        return names
 
     def _class(self, name: str, fields: list[Field], versions: VersionRange, top: bool) -> str:
         m = self.message
@@ -423,7 +435,7 @@ class _Generator:
         if f.is_array:
             return f"{value}"
         if f.is_struct:
-            return f"{value} != {f.type}()"
+            return f"{value} != _{f.type}_DEFAULT"
         return f"{value} != {self._scalar_default(f)}"
 
     def _write(self, fields: list[Field], ctx: _Context) -> list[str]:

@@ -48,6 +48,9 @@ class ReplicaState(_m.Struct):
         writer.int64(self.replica_epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
+# The default ReplicaState: a tagged field equal to it is not written.
+_ReplicaState_DEFAULT = ReplicaState()
+
 
 class FetchPartition(_m.Struct):
     """FetchPartition, part of FetchRequest."""
@@ -377,7 +380,7 @@ class FetchRequest(_m.Message):
                 _sub = _p.Writer()
                 _sub.nullable_string(self.cluster_id, True)
                 _tagged.append((0, _sub.getvalue()))
-            if self.replica_state != ReplicaState() and version >= 15:
+            if self.replica_state != _ReplicaState_DEFAULT and version >= 15:
                 _sub = _p.Writer()
                 self.replica_state.write(_sub, version)
                 _tagged.append((1, _sub.getvalue()))

@@ -48,6 +48,9 @@ class EpochEndOffset(_m.Struct):
         writer.int64(self.end_offset)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
+# The default EpochEndOffset: a tagged field equal to it is not written.
+_EpochEndOffset_DEFAULT = EpochEndOffset()
+
 
 class LeaderIdAndEpoch(_m.Struct):
     """LeaderIdAndEpoch, part of FetchResponse."""
@@ -87,6 +90,9 @@ class LeaderIdAndEpoch(_m.Struct):
         writer.int32(self.leader_epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
+# The default LeaderIdAndEpoch: a tagged field equal to it is not written.
+_LeaderIdAndEpoch_DEFAULT = LeaderIdAndEpoch()
+
 
 class SnapshotId(_m.Struct):
     """SnapshotId, part of FetchResponse."""
@@ -125,6 +131,9 @@ class SnapshotId(_m.Struct):
         writer.int64(self.end_offset)
         writer.int32(self.epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
+
+# The default SnapshotId: a tagged field equal to it is not written.
+_SnapshotId_DEFAULT = SnapshotId()
 
 
 class AbortedTransaction(_m.Struct):
@@ -283,15 +292,15 @@ class PartitionData(_m.Struct):
         writer.records(self.records, _flexible)
         if _flexible:
             _tagged: list[tuple[int, bytes]] = []
-            if self.diverging_epoch != EpochEndOffset() and version >= 12:
+            if self.diverging_epoch != _EpochEndOffset_DEFAULT and version >= 12:
                 _sub = _p.Writer()
                 self.diverging_epoch.write(_sub, version)
                 _tagged.append((0, _sub.getvalue()))
-            if self.current_leader != LeaderIdAndEpoch() and version >= 12:
+            if self.current_leader != _LeaderIdAndEpoch_DEFAULT and version >= 12:
                 _sub = _p.Writer()
                 self.current_leader.write(_sub, version)
                 _tagged.append((1, _sub.getvalue()))
-            if self.snapshot_id != SnapshotId() and version >= 12:
+            if self.snapshot_id != _SnapshotId_DEFAULT and version >= 12:
                 _sub = _p.Writer()
                 self.snapshot_id.write(_sub, version)
                 _tagged.append((2, _sub.getvalue()))

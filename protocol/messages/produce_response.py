@@ -90,6 +90,9 @@ class LeaderIdAndEpoch(_m.Struct):
         writer.int32(self.leader_epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
+# The default LeaderIdAndEpoch: a tagged field equal to it is not written.
+_LeaderIdAndEpoch_DEFAULT = LeaderIdAndEpoch()
+
 
 class PartitionProduceResponse(_m.Struct):
     """PartitionProduceResponse, part of ProduceResponse."""
@@ -182,7 +185,7 @@ class PartitionProduceResponse(_m.Struct):
             writer.nullable_string(self.error_message, _flexible)
         if _flexible:
             _tagged: list[tuple[int, bytes]] = []
-            if self.current_leader != LeaderIdAndEpoch() and version >= 10:
+            if self.current_leader != _LeaderIdAndEpoch_DEFAULT and version >= 10:
                 _sub = _p.Writer()
                 self.current_leader.write(_sub, version)
                 _tagged.append((0, _sub.getvalue()))
