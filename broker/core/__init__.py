@@ -1,0 +1,1 @@
+"""Broker state with no sockets: topics, partition logs, groups, producer state, transactions."""

@@ -1,0 +1,360 @@
+"""The log manager and recovery: what survives a restart, and what a crash costs.
+
+A clean shutdown reopens without scanning; a crash is recovered from the checkpointed recovery point,
+truncating a torn or corrupt tail to the last good batch so appends continue at the right offset.
+Checkpoint, ``partition.metadata`` and clean-shutdown files are checked in Kafka's formats.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from pathlib import Path
+
+import pytest
+
+from broker.core.log import DiskLog, LogConfig
+from broker.core.log_manager import (
+    CLEAN_SHUTDOWN_FILE,
+    LogManager,
+    parse_partition_directory,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from broker.core.log_segment import FileSegment
+from broker.core.memory_log import MemoryLog
+from protocol.records import RecordBatch, iter_batches
+from tests.unit.test_log import HOUR, T0, make_batch
+
+TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+
+
+def manager(data_dir: Path, config: LogConfig | None = None) -> LogManager:
+    log_manager = LogManager(data_dir, config or LogConfig())
+    log_manager.open(now_ms=T0)
+    return log_manager
+
+
+def offsets_in(log_manager: LogManager, topic: str = "orders", partition: int = 0) -> list[int]:
+    partition_log = log_manager.get_log(topic, partition)
+    assert partition_log is not None
+    result = partition_log.read(partition_log.log_start_offset, 1 << 30, min_one_batch=True)
+    return [
+        record.offset
+        for batch in iter_batches(result.to_bytes())
+        if isinstance(batch, RecordBatch)
+        for record in batch.records()
+    ]
+
+
+def segment_path(data_dir: Path, base_offset: int, topic: str = "orders-0", suffix: str = ".log") -> Path:
+    return data_dir / topic / f"{base_offset:020d}{suffix}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Files and formats
+
+
+def test_create_log_writes_the_partition_directory_and_metadata(tmp_path: Path) -> None:
+    log_manager = manager(tmp_path)
+    log_manager.create_log("my.topic_name-x", 3, TOPIC_ID, now_ms=T0)
+
+    directory = tmp_path / "my.topic_name-x-3"
+    assert sorted(path.name for path in directory.iterdir()) == [
+        "00000000000000000000.index",
+        "00000000000000000000.log",
+        "00000000000000000000.timeindex",
+        "partition.metadata",
+    ]
+    encoded = base64.urlsafe_b64encode(TOPIC_ID.bytes).decode().rstrip("=")
+    assert (directory / "partition.metadata").read_text() == f"version: 0\ntopic_id: {encoded}\n"
+    assert parse_partition_directory("my.topic_name-x-3") == ("my.topic_name-x", 3)
+    assert parse_partition_directory("meta.properties") is None
+    log_manager.close()
+
+    reopened = manager(tmp_path)
+    assert list(reopened.logs) == [("my.topic_name-x", 3)]
+    assert reopened.topic_ids == {"my.topic_name-x": TOPIC_ID}
+    reopened.close()
+
+
+def test_checkpoint_files_use_kafkas_text_format(tmp_path: Path) -> None:
+    log_manager = manager(tmp_path)
+    for partition in (0, 1):
+        partition_log = log_manager.create_log("orders", partition, TOPIC_ID, now_ms=T0)
+        for _ in range(partition + 2):
+            partition_log.append(make_batch(2), T0)
+    log_manager.get_log("orders", 1).delete_records_before(3, T0)  # type: ignore[union-attr]
+    log_manager.get_log("orders", 0).flush(T0)  # type: ignore[union-attr]
+    log_manager.checkpoint()
+
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n2\norders 0 4\norders 1 0\n"
+    assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n2\norders 0 0\norders 1 3\n"
+    assert not list(tmp_path.glob("*.tmp"))
+    assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("orders", 0): 0, ("orders", 1): 3}
+
+    log_manager.close()
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n2\norders 0 4\norders 1 6\n"
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).read_text() == '{"version":"0","broker_epoch":"-1"}'
+
+
+def test_malformed_checkpoint_reads_as_empty(tmp_path: Path) -> None:
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    path.write_text("0\n2\norders 0 4\n")
+    assert read_offset_checkpoint(path) == {}
+    write_offset_checkpoint(path, {("a-b.c", 12): 7})
+    assert path.read_text() == "0\n1\na-b.c 12 7\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Clean restart
+
+
+def test_clean_restart_keeps_everything_without_scanning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    size = len(make_batch(3))
+    config = LogConfig(segment_bytes=size * 3, index_interval_bytes=size)
+    log_manager = manager(tmp_path, config)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    for index in range(8):
+        partition_log.append(make_batch(3, timestamp=T0 + index), T0)
+    partition_log.delete_records_before(4, T0)
+    log_manager.close(clean=True)
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+
+    def no_scan(*args: object) -> None:
+        raise AssertionError("a clean restart must not scan segments")
+
+    monkeypatch.setattr(FileSegment, "recover", no_scan)
+    reopened = manager(tmp_path, config)
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()  # removed at open: a crash from now on is noticed
+    assert reopened.had_clean_shutdown
+    reloaded = reopened.get_log("orders", 0)
+    assert reloaded is not None
+    partition_log = reloaded
+    assert (partition_log.log_start_offset, partition_log.log_end_offset) == (4, 24)
+    assert partition_log.recovery_point == 24
+    assert offsets_in(reopened) == list(range(3, 24))  # from the batch holding the log start offset
+    assert partition_log.max_timestamp() == (23, T0 + 7 + 2)
+    assert partition_log.offset_for_timestamp(T0 + 5) == (11, T0 + 5)  # batch 3 holds T0+3..T0+5
+    assert partition_log.append(make_batch(1), T0).base_offset == 24
+    reopened.close()
+
+
+def test_a_missing_index_is_rebuilt_after_a_clean_shutdown(tmp_path: Path) -> None:
+    size = len(make_batch(3))
+    config = LogConfig(index_interval_bytes=size - 1)  # an entry before every batch but the first
+    log_manager = manager(tmp_path, config)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    for _ in range(6):
+        partition_log.append(make_batch(3), T0)
+    log_manager.close()
+    index_path = segment_path(tmp_path, 0, suffix=".index")
+    original = index_path.read_bytes()
+    assert len(original) == 8 * 5
+    index_path.write_bytes(original[:5])  # not a whole number of entries
+
+    reopened = manager(tmp_path, config)
+    assert index_path.read_bytes() == original
+    assert offsets_in(reopened) == list(range(18))
+    reopened.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# Crash recovery
+
+
+def crashed_log(tmp_path: Path, config: LogConfig, batches: int, flush_after: int | None = None) -> int:
+    """Write ``batches`` batches of 3 records, flushing after ``flush_after`` of them, then stop uncleanly.
+
+    Returns the size of one batch.
+    """
+    log_manager = manager(tmp_path, config)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    for index in range(batches):
+        partition_log.append(make_batch(3, timestamp=T0 + index), T0)
+        if flush_after is not None and index + 1 == flush_after:
+            partition_log.flush(T0)
+    log_manager.close(clean=False)
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    return len(make_batch(3))
+
+
+def test_crash_with_a_torn_last_batch_truncates_to_the_last_good_batch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = LogConfig(index_interval_bytes=1)
+    size = crashed_log(tmp_path, config, 5)
+    log_file = segment_path(tmp_path, 0)
+    with open(log_file, "r+b") as file:
+        file.truncate(size * 5 - 7)  # the last batch only partly reached the disk
+
+    with caplog.at_level(logging.INFO, logger="kafkalite.log"):
+        reopened = manager(tmp_path, config)
+    assert not reopened.had_clean_shutdown
+    partition_log = reopened.get_log("orders", 0)
+    assert partition_log is not None
+    assert partition_log.log_end_offset == 12
+    assert log_file.stat().st_size == size * 4
+    assert offsets_in(reopened) == list(range(12))
+    recovered_lines = [record.getMessage() for record in caplog.records if "Recovered orders-0" in record.getMessage()]
+    assert len(recovered_lines) == 1 and "truncated" in recovered_lines[0] and "partial batch" in recovered_lines[0]
+    # The index was rebuilt for what survived (one entry per batch after the first at interval 1).
+    assert segment_path(tmp_path, 0, suffix=".index").stat().st_size == 8 * 3
+
+    assert partition_log.append(make_batch(2), T0).base_offset == 12
+    assert offsets_in(reopened) == list(range(14))
+    assert partition_log.recovery_point == 12  # the validated tail was made durable
+    reopened.close()
+
+
+def test_crash_with_a_corrupt_crc_truncates_there(tmp_path: Path) -> None:
+    size = crashed_log(tmp_path, LogConfig(), 5)
+    log_file = segment_path(tmp_path, 0)
+    with open(log_file, "r+b") as file:
+        file.seek(size * 3 + 70)  # inside the records of the 4th batch
+        file.write(b"\xff\xfe")
+
+    reopened = manager(tmp_path)
+    partition_log = reopened.get_log("orders", 0)
+    assert partition_log is not None
+    assert partition_log.log_end_offset == 9
+    assert log_file.stat().st_size == size * 3
+    assert partition_log.append(make_batch(1), T0).base_offset == 9
+    reopened.close()
+
+
+def test_crash_recovery_deletes_segments_after_a_corrupt_one(tmp_path: Path) -> None:
+    size = len(make_batch(3))
+    config = LogConfig(segment_bytes=size * 2)
+    crashed_log(tmp_path, config, 7)  # segments 0, 6, 12, 18
+    with open(segment_path(tmp_path, 6), "r+b") as file:
+        file.seek(size + 16)  # the magic byte of the second batch of segment 6
+        file.write(b"\x07")
+
+    reopened = manager(tmp_path, config)
+    partition_log = reopened.get_log("orders", 0)
+    assert partition_log is not None
+    assert partition_log.segment_count() == 2
+    assert partition_log.log_end_offset == 9
+    assert not segment_path(tmp_path, 12).exists() and not segment_path(tmp_path, 18, suffix=".index").exists()
+    assert offsets_in(reopened) == list(range(9))
+    reopened.close()
+
+
+def test_crash_recovery_starts_at_the_recovery_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    size = len(make_batch(3))
+    config = LogConfig(segment_bytes=size * 2)
+    crashed_log(tmp_path, config, 7, flush_after=5)  # recovery point 15, inside segment 12
+    assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {("orders", 0): 15}
+
+    scanned: list[int] = []
+    original = FileSegment.recover
+
+    def spy(segment: FileSegment, index_interval_bytes: int) -> object:
+        scanned.append(segment.base_offset)
+        return original(segment, index_interval_bytes)
+
+    monkeypatch.setattr(FileSegment, "recover", spy)
+    reopened = manager(tmp_path, config)
+    assert scanned == [12, 18]
+    assert offsets_in(reopened) == list(range(21))
+    reopened.close()
+
+
+def test_crash_with_an_empty_tail_of_zeros_is_truncated(tmp_path: Path) -> None:
+    """Preallocated or zero-filled pages after a power loss: a batch length of 0 is not a batch."""
+    size = crashed_log(tmp_path, LogConfig(), 2)
+    with open(segment_path(tmp_path, 0), "ab") as file:
+        file.write(bytes(4096))
+
+    reopened = manager(tmp_path)
+    assert reopened.get_log("orders", 0).log_end_offset == 6  # type: ignore[union-attr]
+    assert segment_path(tmp_path, 0).stat().st_size == size * 2
+    reopened.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# The manager's periodic work and lifecycle
+
+
+def test_run_periodic_applies_retention_segment_ms_and_flush_ms(tmp_path: Path) -> None:
+    config = LogConfig(retention_ms=2 * HOUR, segment_ms=HOUR, flush_ms=10_000)
+    log_manager = manager(tmp_path, config)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    partition_log.append(make_batch(3, timestamp=T0), T0)
+
+    log_manager.run_periodic(T0 + 5_000)
+    assert partition_log.recovery_point == 0  # flush.ms not yet due
+    log_manager.run_periodic(T0 + 10_000)
+    assert partition_log.recovery_point == 3
+
+    log_manager.run_periodic(T0 + HOUR + 1)  # segment.ms: the active segment rolls
+    assert partition_log.segment_count() == 2
+    partition_log.append(make_batch(3, timestamp=T0 + 2 * HOUR), T0 + 2 * HOUR)
+
+    assert log_manager.run_periodic(T0 + 2 * HOUR + 3) == 1  # retention: the first segment goes
+    assert partition_log.log_start_offset == 3
+    assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("orders", 0): 3}
+    log_manager.close()
+
+
+def test_rolled_segments_are_flushed_by_the_periodic_task(tmp_path: Path) -> None:
+    size = len(make_batch(3))
+    log_manager = manager(tmp_path, LogConfig(segment_bytes=size * 2))
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    for _ in range(5):
+        partition_log.append(make_batch(3), T0)
+    log_manager.run_periodic(T0)
+    assert partition_log.recovery_point == partition_log.active_segment_base_offset == 12
+    log_manager.close()
+
+
+def test_delete_log_removes_the_directory(tmp_path: Path) -> None:
+    log_manager = manager(tmp_path)
+    log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    log_manager.create_log("orders", 1, TOPIC_ID, now_ms=T0)
+    (tmp_path / "stale-0.abc-delete").mkdir()
+    log_manager.delete_log("orders", 0)
+
+    assert not (tmp_path / "orders-0").exists()
+    assert log_manager.topic_ids == {"orders": TOPIC_ID}
+    log_manager.delete_log("orders", 1)
+    assert log_manager.topic_ids == {} and log_manager.logs == {}
+    log_manager.close()
+    reopened = manager(tmp_path)
+    assert not (tmp_path / "stale-0.abc-delete").exists()
+    assert reopened.logs == {}
+    reopened.close()
+
+
+def test_create_log_is_idempotent_and_guards_topic_ids(tmp_path: Path) -> None:
+    log_manager = manager(tmp_path)
+    first = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    assert log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0) is first
+    with pytest.raises(Exception, match="topic id"):
+        log_manager.create_log("orders", 1, uuid.uuid4(), now_ms=T0)
+    log_manager.close()
+
+
+def test_memory_manager_touches_no_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    log_manager = LogManager(None, LogConfig())
+    log_manager.open()
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    assert isinstance(partition_log, MemoryLog)
+    partition_log.append(make_batch(2), T0)
+    log_manager.run_periodic(T0)
+    log_manager.checkpoint()
+    log_manager.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_log_load_of_an_empty_directory_starts_at_the_log_start_offset(tmp_path: Path) -> None:
+    (tmp_path / "orders-0").mkdir()
+    partition_log = DiskLog.load(
+        tmp_path / "orders-0", LogConfig(), log_start_offset=42, clean_shutdown=True, now_ms=T0
+    )
+    assert (partition_log.log_start_offset, partition_log.log_end_offset) == (42, 42)
+    assert partition_log.append(make_batch(1), T0).base_offset == 42
+    partition_log.close()
