@@ -1,0 +1,243 @@
+"""One topic partition: validating appends, serving reads, and waking long-polling fetches.
+
+Theory of operation
+-------------------
+This broker is the only replica, so every partition is led here with leader epoch 0, the
+high watermark equals the log end offset as soon as an append returns, and ``acks=all`` means
+"appended" (plus an fsync when ``log.flush.on.ack`` is set; the handler does that).
+
+An append takes the bytes of one magic-2 batch from a Produce request and checks what Kafka's
+``LogValidator`` checks for a client batch, reading only the 61-byte header: framing, CRC-32C,
+an offset range consistent with the record count, no control batches from clients, a sequence
+when there is a producer id, the size against ``max.message.bytes`` and the max timestamp
+against ``message.timestamp.after.max.ms``. The records are decoded only when the topic forces
+it: a ``compression.type`` other than ``producer`` that differs from the batch's codec
+(the batch is rebuilt with the topic's codec) or a ``message.timestamp.before.max.ms`` bound
+(the smallest timestamp is not in the header). LogAppendTime rewrites the header in place and
+recomputes the CRC. Offsets are assigned by rewriting the base offset in place; the log
+appends the bytes as they are.
+
+Fetches that find too little data park a ``FetchWaiter`` on each partition they read; every
+append calls the waiters of its partition, which resolve their future once ``min_bytes`` have
+arrived. Timers and futures all live on the event loop, so nothing needs a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from protocol.compression import Compression
+from protocol.errors import ErrorCode
+from protocol.exceptions import CorruptRecordError
+from protocol.records import RecordBatch, TimestampType, build_record_batch
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.core.log import PartitionLog
+    from broker.core.topics import Topic
+
+log = logging.getLogger("kafkalite.partition")
+
+__all__ = ["AppendError", "AppendInfo", "Partition", "ReadInfo", "LEADER_EPOCH"]
+
+LEADER_EPOCH = 0
+_LONG_MAX = (1 << 63) - 1
+_TOPIC_CODECS = {
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+class AppendError(Exception):
+    """A batch refused with a Kafka error code (per partition in the Produce response)."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    base_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+@dataclass(slots=True)
+class ReadInfo:
+    records: list[bytes | bytearray | memoryview]
+    size: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+
+
+Listener = Callable[["Partition", int], None]
+
+
+class Partition:
+    """A partition of a topic, backed by a ``PartitionLog``."""
+
+    __slots__ = ("topic", "index", "log", "leader_epoch", "broker_config", "_listeners")
+
+    def __init__(self, topic: Topic, index: int, partition_log: PartitionLog, broker_config: BrokerConfig) -> None:
+        self.topic = topic
+        self.broker_config = broker_config
+        self.index = index
+        self.log = partition_log
+        self.leader_epoch = LEADER_EPOCH
+        self._listeners: list[Listener] = []
+
+    def __repr__(self) -> str:
+        return f"Partition({self.topic.name}-{self.index})"
+
+    # offsets ---------------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark
+
+    # appends ---------------------------------------------------------------------------------
+    def append_from_client(self, records: memoryview | bytes | bytearray, now_ms: int) -> AppendInfo:
+        """Validate the single batch of a Produce request's partition and append it."""
+        # The batch is rewritten in place (base offset, leader epoch), so it must be writable:
+        # a view of the connection's receive buffer is; anything else is copied once here.
+        if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
+            data: bytearray | memoryview = records
+        else:
+            data = bytearray(records)
+        try:
+            batch = RecordBatch(data)
+        except CorruptRecordError as exc:
+            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if batch.size != len(records):
+            raise AppendError(ErrorCode.INVALID_RECORD,
+                              "Produce requests with version 3+ must have exactly one record batch per partition")
+        try:
+            batch.validate_crc()
+        except CorruptRecordError as exc:
+            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        config = self.topic_config
+        max_message_bytes = config("max.message.bytes")
+        if batch.size > int(max_message_bytes):
+            raise AppendError(ErrorCode.MESSAGE_TOO_LARGE,
+                              f"The batch of {batch.size} bytes exceeds max.message.bytes {max_message_bytes}")
+        count = batch.records_count
+        if batch.last_offset_delta < 0 or count <= 0 or batch.last_offset_delta + 1 != count:
+            raise AppendError(ErrorCode.INVALID_RECORD,
+                              f"Inconsistent batch offset range (last offset delta {batch.last_offset_delta}) "
+                              f"and record count {count}")
+        if batch.is_control:
+            raise AppendError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
+        if batch.producer_id >= 0 and batch.base_sequence < 0:
+            raise AppendError(ErrorCode.INVALID_RECORD, "Invalid sequence number for a batch with a producer id")
+        timestamp_type = config("message.timestamp.type")
+        log_append = timestamp_type == "LogAppendTime"
+        if not log_append:
+            self._check_timestamps(batch, now_ms, config)
+        target = config("compression.type")
+        if target != "producer" and _TOPIC_CODECS.get(target, batch.compression) != batch.compression:
+            data = self._recompress(batch, _TOPIC_CODECS[target], now_ms if log_append else None)
+            batch = RecordBatch(data)
+        elif log_append:
+            batch.set_log_append_time(now_ms)
+        batch.set_partition_leader_epoch(self.leader_epoch)
+        result = self.log.append(data, now_ms)
+        self._notify(batch.size)
+        return AppendInfo(result.base_offset, now_ms if log_append else -1, self.log.log_start_offset)
+
+    def append_internal(self, data: bytearray, now_ms: int) -> int:
+        """Append a batch the broker built itself (control markers, coordinator records)."""
+        batch = RecordBatch(data)
+        batch.set_partition_leader_epoch(self.leader_epoch)
+        result = self.log.append(data, now_ms)
+        self._notify(batch.size)
+        return result.base_offset
+
+    def topic_config(self, key: str) -> str:
+        """The effective value of a topic config: the topic's override or the broker default."""
+        value = self.topic.configs.get(key)
+        if value is not None:
+            return value
+        return self.broker_config.topic_config_default(key)
+
+    def _check_timestamps(self, batch: RecordBatch, now_ms: int, config: Callable[[str], str]) -> None:
+        after = int(config("message.timestamp.after.max.ms"))
+        if batch.max_timestamp > now_ms + after and after < _LONG_MAX:
+            raise AppendError(ErrorCode.INVALID_TIMESTAMP,
+                              f"Timestamp {batch.max_timestamp} of a record is more than {after} ms "
+                              "in the future (message.timestamp.after.max.ms)")
+        before = int(config("message.timestamp.before.max.ms"))
+        if before < _LONG_MAX:
+            try:
+                earliest = min(record.timestamp for record in batch.records())
+            except CorruptRecordError as exc:
+                raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+            if earliest < now_ms - before:
+                raise AppendError(ErrorCode.INVALID_TIMESTAMP,
+                                  f"Timestamp {earliest} of a record is more than {before} ms in the past "
+                                  "(message.timestamp.before.max.ms)")
+
+    def _recompress(self, batch: RecordBatch, codec: Compression, log_append_time: int | None) -> bytearray:
+        """Rebuild a batch with the topic's codec (the one path that decodes produced records)."""
+        try:
+            records = list(batch.records())
+        except CorruptRecordError as exc:
+            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        return build_record_batch(
+            records,
+            base_offset=batch.base_offset,
+            compression=codec,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            is_transactional=batch.is_transactional,
+            timestamp_type=TimestampType.LOG_APPEND_TIME if log_append_time is not None else TimestampType.CREATE_TIME,
+            log_append_time=log_append_time,
+        )
+
+    # reads -----------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False) -> ReadInfo:
+        """Stored batches from ``offset`` (raises the log's OffsetOutOfRange when outside the log)."""
+        upper = self.last_stable_offset if read_committed else self.high_watermark
+        result = self.log.read(offset, max_bytes, min_one_batch=min_one_batch, upper_bound=upper)
+        return ReadInfo(result.chunks, result.size, self.high_watermark, self.last_stable_offset,
+                        self.log.log_start_offset)
+
+    # waiting fetches -------------------------------------------------------------------------
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        try:
+            self._listeners.remove(listener)
+        except ValueError:
+            pass
+
+    def close_waiters(self) -> None:
+        """Wake every waiting fetch (the partition is going away)."""
+        self._notify(0)
+        self._listeners.clear()
+
+    def _notify(self, size: int) -> None:
+        if self._listeners:
+            for listener in list(self._listeners):
+                listener(self, size)

@@ -1,0 +1,357 @@
+"""Broker configuration: sources and precedence, Kafka's key semantics, topic configs, the CLI."""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from broker.cli import _parse_args, build_config
+from broker.config import (
+    BROKER_KEYS,
+    LONG_MAX,
+    TOPIC_KEYS,
+    BrokerConfig,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    Listener,
+    parse_listener,
+    read_properties,
+)
+from protocol.errors import ErrorCode
+
+NO_ENV: dict[str, str] = {}
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# sources and precedence -------------------------------------------------------------------------
+def test_file_then_environment_then_overrides(tmp_path: Path) -> None:
+    properties = write(tmp_path / "server.properties",
+                       "num.partitions=2\nlog.retention.hours=10\nlog.segment.bytes=1000\n")
+    environ = {"KAFKALITE_LOG_RETENTION_HOURS": "20", "KAFKALITE_LOG_SEGMENT_BYTES": "2000", "PATH": "/bin"}
+    config = BrokerConfig.load(properties, {"log.segment.bytes": "3000"}, environ=environ)
+    assert config.get_int("num.partitions") == 2  # file only
+    assert config.get_int("log.retention.hours") == 20  # environment beats the file
+    assert config.get_int("log.segment.bytes") == 3000  # overrides beat both
+    assert config.get_int("default.replication.factor") == 1  # default
+
+
+def test_defaults_are_kafkas() -> None:
+    config = BrokerConfig.load(None, {}, environ=NO_ENV)
+    assert config.get_int("node.id") == 1
+    assert config.get_list("listeners") == ["PLAINTEXT://localhost:9092"]
+    assert config.get_bool("auto.create.topics.enable") is True
+    assert config.get_int("log.segment.bytes") == 1024**3
+    assert config.get_int("message.max.bytes") == 1_048_588
+    assert config.get_int("socket.request.max.bytes") == 104_857_600
+    assert config.get_int("log.message.timestamp.after.max.ms") == 3_600_000
+    assert config.get_int("log.message.timestamp.before.max.ms") == LONG_MAX
+    assert config.get_str("log.message.timestamp.type") == "CreateTime"
+    assert config.get_bool("log.flush.on.ack") is False
+    assert config.get("log.flush.interval.ms") is None
+    assert config.data_dir() == Path("data")
+
+
+def test_unknown_keys_are_kept_as_strings(tmp_path: Path) -> None:
+    properties = write(tmp_path / "server.properties",
+                       "num.network.threads=3\nprocess.roles=broker,controller\nlisteners=PLAINTEXT://:9092\n")
+    config = BrokerConfig.load(properties, {}, environ=NO_ENV)
+    assert config.get("num.network.threads") == "3"
+    assert config.get_int("num.network.threads") == 3
+    assert config.get_list("process.roles") == ["broker", "controller"]
+    with pytest.raises(KeyError):
+        config.get("never.configured")
+
+
+def test_bad_value_at_load_names_the_key() -> None:
+    with pytest.raises(ConfigError, match="log.segment.bytes"):
+        BrokerConfig.load(None, {"log.segment.bytes": "lots"}, environ=NO_ENV)
+    with pytest.raises(ConfigError, match="auto.create.topics.enable"):
+        BrokerConfig.load(None, {"auto.create.topics.enable": "yes"}, environ=NO_ENV)
+    with pytest.raises(ConfigError, match="log.storage"):
+        BrokerConfig.load(None, {"log.storage": "tape"}, environ=NO_ENV)
+
+
+def test_broker_id_is_an_alias_of_node_id() -> None:
+    assert BrokerConfig({"broker.id": "7"}).get_int("node.id") == 7
+    assert BrokerConfig({"node.id": "7"}).get_int("broker.id") == 7
+    with pytest.raises(ConfigError, match="disagree"):
+        BrokerConfig({"node.id": "1", "broker.id": "2"})
+
+
+def test_data_dir_uses_the_first_log_dir_and_none_in_memory() -> None:
+    assert BrokerConfig({"log.dirs": "/a, /b"}).data_dir() == Path("/a")
+    assert BrokerConfig({"log.dir": "/c"}).data_dir() == Path("/c")
+    assert BrokerConfig({"log.dirs": "/a", "log.storage": "memory"}).data_dir() is None
+
+
+# retention and unit translation -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("settings", "expected_ms"),
+    [
+        ({}, 168 * 3_600_000),
+        ({"log.retention.hours": "2"}, 2 * 3_600_000),
+        ({"log.retention.hours": "2", "log.retention.minutes": "3"}, 3 * 60_000),
+        ({"log.retention.hours": "2", "log.retention.minutes": "3", "log.retention.ms": "4"}, 4),
+        ({"log.retention.ms": "-1"}, -1),
+    ],
+)
+def test_retention_ms_beats_minutes_beats_hours(settings: dict[str, str], expected_ms: int) -> None:
+    assert BrokerConfig(settings).topic_config("retention.ms") == expected_ms
+
+
+def test_topic_defaults_translate_broker_units() -> None:
+    config = BrokerConfig({"log.roll.hours": "1", "log.flush.scheduler.interval.ms": "500"})
+    assert config.topic_config("segment.ms") == 3_600_000
+    assert config.topic_config("flush.ms") == 500  # log.flush.interval.ms unset: the scheduler interval
+    assert BrokerConfig({"log.roll.ms": "5", "log.roll.hours": "1"}).topic_config("segment.ms") == 5
+    assert config.topic_config("max.message.bytes") == 1_048_588
+    assert config.topic_config_default("cleanup.policy") == "delete"
+    assert config.topic_config_default("retention.ms") == "604800000"
+
+
+def test_topic_override_beats_the_broker_default() -> None:
+    config = BrokerConfig({"log.retention.hours": "1"})
+    assert config.topic_config("retention.ms", {"retention.ms": "1234"}) == 1234
+    assert config.effective_topic_config({"segment.bytes": "2048"})["segment.bytes"] == 2048
+
+
+@dataclass(frozen=True, slots=True)
+class FakeLogConfig:
+    segment_bytes: int
+    segment_ms: int
+    retention_ms: int
+    flush_messages: int | None
+    flush_ms: int | None
+    cleanup_policy: str
+
+
+def test_log_config_merges_and_translates(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_module = types.ModuleType("broker.core.log")
+    fake_module.LogConfig = FakeLogConfig  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "broker.core.log", fake_module)
+    config = BrokerConfig({"log.retention.minutes": "10", "log.segment.bytes": "4096"})
+    log_config = config.log_config({"cleanup.policy": "compact,delete", "segment.ms": "99"})
+    assert log_config == FakeLogConfig(segment_bytes=4096, segment_ms=99, retention_ms=600_000,
+                                       flush_messages=None, flush_ms=None, cleanup_policy="compact,delete")
+    assert config.log_config({"flush.messages": "1"}).flush_messages == 1
+
+
+def test_log_config_builds_the_storage_layers_log_config() -> None:
+    try:
+        from broker.core.log import LogConfig
+    except ImportError:
+        pytest.skip("broker.core.log is not there yet")
+    log_config = BrokerConfig({"log.retention.hours": "1"}).log_config({"segment.bytes": "1024"})
+    assert isinstance(log_config, LogConfig)
+    assert log_config.retention_ms == 3_600_000
+    assert log_config.segment_bytes == 1024
+
+
+# topic config validation ------------------------------------------------------------------------
+def test_validate_topic_config_accepts_kafka_values() -> None:
+    config = BrokerConfig()
+    assert config.validate_topic_config("cleanup.policy", "compact,delete") == ["compact", "delete"]
+    assert config.validate_topic_config("compression.type", "zstd") == "zstd"
+    assert config.validate_topic_config("message.timestamp.type", "LogAppendTime") == "LogAppendTime"
+    assert config.validate_topic_config("retention.ms", "-1") == -1
+    assert config.validate_topic_config("min.cleanable.dirty.ratio", "0.25") == 0.25
+    assert config.validate_topic_config("preallocate", "TRUE") is True
+    assert config.validate_topic_config("retention.ms", None) is None  # a delete
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("no.such.config", "1", "Unknown topic config name: no.such.config"),
+        ("retention.ms", "soon", "Invalid value soon for configuration retention.ms: Not a number of type LONG"),
+        ("retention.ms", "-2", "Value must be at least -1"),
+        ("segment.bytes", "10", "Value must be at least 14"),
+        ("segment.bytes", str(2**31), "Not a number of type INT"),
+        ("cleanup.policy", "shred", "String must be one of: compact, delete"),
+        ("cleanup.policy", "", "String must be one of"),
+        ("compression.type", "brotli", "String must be one of"),
+        ("message.timestamp.type", "createtime", "String must be one of"),
+        ("min.cleanable.dirty.ratio", "1.5", "Value must be no more than 1"),
+        ("unclean.leader.election.enable", "maybe", "Expected value to be either true or false"),
+    ],
+)
+def test_validate_topic_config_rejects(key: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")) as raised:
+        BrokerConfig().validate_topic_config(key, value)
+    assert raised.value.error_code == ErrorCode.INVALID_CONFIG
+
+
+def test_every_topic_key_has_a_default_and_known_synonyms() -> None:
+    config = BrokerConfig()
+    for key, known in TOPIC_KEYS.items():
+        assert config.topic_config(key) is not None, key
+        for broker_key, _ in known.synonyms:
+            assert broker_key in BROKER_KEYS, (key, broker_key)
+
+
+# dynamic broker configs and DescribeConfigs ------------------------------------------------------
+def test_dynamic_broker_config_overrides_static_and_can_be_deleted() -> None:
+    config = BrokerConfig({"log.retention.hours": "5"})
+    config.set_broker_config("log.retention.ms", "1000")
+    assert config.topic_config("retention.ms") == 1000
+    entry = next(entry for entry in config.describe(["log.retention.ms"]))
+    assert (entry.value, entry.source, entry.read_only) == ("1000", ConfigSource.DYNAMIC_BROKER_CONFIG, False)
+    config.delete_broker_config("log.retention.ms")
+    assert config.topic_config("retention.ms") == 5 * 3_600_000
+
+
+def test_node_dynamic_value_beats_cluster_default() -> None:
+    config = BrokerConfig()
+    config.set_broker_config("message.max.bytes", "2000", cluster_default=True)
+    assert config.get_int("message.max.bytes") == 2000
+    config.set_broker_config("message.max.bytes", "3000")
+    assert config.get_int("message.max.bytes") == 3000
+    sources = [synonym.source for synonym in config.describe(["message.max.bytes"])[0].synonyms]
+    assert sources == [ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                       ConfigSource.DEFAULT_CONFIG]
+
+
+def test_dynamic_broker_config_refuses_read_only_unknown_and_bad_values() -> None:
+    config = BrokerConfig()
+    with pytest.raises(ConfigError, match="read-only") as raised:
+        config.set_broker_config("listeners", "PLAINTEXT://:1")
+    assert raised.value.error_code == ErrorCode.INVALID_REQUEST
+    with pytest.raises(ConfigError, match="Unknown broker config"):
+        config.set_broker_config("no.such.key", "1")
+    with pytest.raises(ConfigError, match="log.segment.bytes"):
+        config.set_broker_config("log.segment.bytes", "-5")
+    with pytest.raises(ConfigError):
+        config.validate_broker_config("log.segment.bytes", "x")
+    assert config.get_int("log.segment.bytes") == 1024**3
+
+
+def test_describe_reports_sources_types_and_read_only() -> None:
+    config = BrokerConfig({"num.partitions": "3"})
+    entries = {entry.name: entry for entry in config.describe()}
+    assert set(entries) == set(BROKER_KEYS)
+    assert (entries["num.partitions"].value, entries["num.partitions"].source) == ("3", ConfigSource.STATIC_BROKER_CONFIG)
+    assert entries["num.partitions"].read_only is True
+    assert entries["log.retention.bytes"].is_default and entries["log.retention.bytes"].value == "-1"
+    assert entries["log.cleanup.policy"].type is ConfigType.LIST
+    assert entries["log.retention.ms"].value is None  # unset, no default
+
+
+def test_describe_topic_shows_override_and_synonyms() -> None:
+    config = BrokerConfig({"log.retention.minutes": "10"})
+    overridden = {entry.name: entry for entry in config.describe_topic({"retention.ms": "5"})}
+    entry = overridden["retention.ms"]
+    assert (entry.value, entry.source) == ("5", ConfigSource.TOPIC_CONFIG)
+    assert [(synonym.name, synonym.source) for synonym in entry.synonyms] == [
+        ("retention.ms", ConfigSource.TOPIC_CONFIG),
+        ("log.retention.minutes", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.hours", ConfigSource.DEFAULT_CONFIG),
+    ]
+    inherited = {entry.name: entry for entry in config.describe_topic({})}["retention.ms"]
+    assert (inherited.value, inherited.source) == ("600000", ConfigSource.STATIC_BROKER_CONFIG)
+    assert inherited.read_only is False
+
+
+# listeners --------------------------------------------------------------------------------------
+def test_parse_listener() -> None:
+    assert parse_listener("PLAINTEXT://127.0.0.1:0") == Listener("PLAINTEXT", "127.0.0.1", 0)
+    assert parse_listener("plaintext://:9092") == Listener("PLAINTEXT", "", 9092)
+    assert parse_listener("PLAINTEXT://[::1]:9092") == Listener("PLAINTEXT", "::1", 9092)
+    assert str(Listener("PLAINTEXT", "::1", 9092)) == "PLAINTEXT://[::1]:9092"
+    for bad in ("localhost:9092", "PLAINTEXT://host", "PLAINTEXT://host:99999"):
+        with pytest.raises(ConfigError):
+            parse_listener(bad)
+
+
+def test_advertised_listeners_default_to_listeners_with_a_real_host() -> None:
+    config = BrokerConfig({"listeners": "PLAINTEXT://0.0.0.0:9092"})
+    (advertised,) = config.advertised_listeners()
+    assert advertised.host not in ("", "0.0.0.0") and advertised.port == 9092
+    explicit = BrokerConfig({"listeners": "PLAINTEXT://:0", "advertised.listeners": "PLAINTEXT://kafka:19092"})
+    assert explicit.advertised_listeners() == [Listener("PLAINTEXT", "kafka", 19092)]
+    with pytest.raises(ConfigError, match="wildcard"):
+        BrokerConfig({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"})
+
+
+def test_controller_listeners_are_not_served_and_ssl_is_refused() -> None:
+    kraft = BrokerConfig({"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+                          "controller.listener.names": "CONTROLLER",
+                          "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"})
+    assert [listener.name for listener in kraft.listeners()] == ["PLAINTEXT"]
+    with pytest.raises(ConfigError, match="PLAINTEXT only"):
+        BrokerConfig({"listeners": "SSL://:9093"})
+
+
+# read_properties --------------------------------------------------------------------------------
+def test_read_properties_follows_java_rules(tmp_path: Path) -> None:
+    text = (
+        "# a comment\n"
+        "! another comment\n"
+        "   \n"
+        "plain=value\n"
+        "  spaced   =   padded value  \n"
+        "colon:value2\n"
+        "whitespace value3\n"
+        "continued=one,\\\n"
+        "          two,\\\n"
+        "          three\n"
+        "escaped\\=key=tab\\there\n"
+        "unicode=caf\\u00e9\n"
+        "empty=\n"
+        "trailing=backslash\\\\\n"
+        "plain=later wins\n"
+    )
+    values = read_properties(write(tmp_path / "x.properties", text))
+    assert values == {
+        "plain": "later wins",
+        "spaced": "padded value  ",
+        "colon": "value2",
+        "whitespace": "value3",
+        "continued": "one,two,three",
+        "escaped=key": "tab\there",
+        "unicode": "café",
+        "empty": "",
+        "trailing": "backslash\\",
+    }
+
+
+def test_shipped_server_properties_loads() -> None:
+    path = Path(__file__).resolve().parents[2] / "config" / "server.properties"
+    config = BrokerConfig.load(path, {}, environ=NO_ENV)
+    assert config.listeners() == [Listener("PLAINTEXT", "localhost", 9092)]
+    assert config.data_dir() == Path("data")
+
+
+# the command line -------------------------------------------------------------------------------
+def test_cli_flags_and_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKALITE_LOG_DIRS", raising=False)
+    args = _parse_args(["serve", "--port", "19092", "--data-dir", "./scratch-data", "num.partitions=3",
+                        "--override", "log.retention.hours=1"])
+    config = build_config(args)
+    assert config.listeners() == [Listener("PLAINTEXT", "localhost", 19092)]
+    assert config.data_dir() == Path("scratch-data")
+    assert config.get_int("num.partitions") == 3
+    assert config.get_int("log.retention.hours") == 1
+
+
+def test_cli_serve_is_the_default_and_port_moves_the_advertised_twin() -> None:
+    args = _parse_args(["--listeners", "PLAINTEXT://127.0.0.1:9092", "--memory", "--port", "0",
+                        "advertised.listeners=PLAINTEXT://example:9092"])
+    assert args.command == "serve"
+    config = build_config(args)
+    assert config.listeners() == [Listener("PLAINTEXT", "127.0.0.1", 0)]
+    assert config.advertised_listeners() == [Listener("PLAINTEXT", "example", 0)]
+    assert config.data_dir() is None
+
+
+def test_cli_rejects_a_pair_without_equals() -> None:
+    with pytest.raises(ConfigError, match="key=value"):
+        build_config(_parse_args(["serve", "num.partitions"]))

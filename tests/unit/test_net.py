@@ -1,0 +1,475 @@
+"""KafkaConnection driven without sockets: a fake transport, fake handlers, an injected clock."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import pytest
+
+from broker.handlers.api_versions import api_versions_response
+from broker.handlers.registry import ApiHandler, RequestContext
+from broker.net import KafkaConnection
+from protocol.errors import ErrorCode
+from protocol.framing import encode_request, parse_response_header
+from protocol.message import Message
+from protocol.messages import (
+    REQUESTS,
+    RESPONSES,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+)
+
+MAX_REQUEST_BYTES = 1024
+IDLE_MS = 10_000
+
+
+class FakeTransport(asyncio.Transport):
+    """Records what the connection writes and whether it reads, closes or aborts."""
+
+    def __init__(self, port: int = 50000) -> None:
+        super().__init__()
+        self.port = port
+        self.written = bytearray()
+        self.closed = False
+        self.reading = True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", self.port) if name == "peername" else default
+
+    def write(self, data: Any) -> None:
+        assert not self.closed, "write after close"
+        self.written += data
+
+    def writelines(self, buffers: Any) -> None:
+        for buffer in buffers:
+            self.write(buffer)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def frames(self) -> list[bytes]:
+        """The response frames written so far (size prefixes removed)."""
+        frames, position = [], 0
+        while position < len(self.written):
+            (size,) = struct.unpack_from(">i", self.written, position)
+            frames.append(bytes(self.written[position + 4:position + 4 + size]))
+            position += 4 + size
+        return frames
+
+    def correlation_ids(self) -> list[int]:
+        return [struct.unpack_from(">i", frame)[0] for frame in self.frames()]
+
+
+class Handlers:
+    """A small registry: ApiVersions, Metadata answered when the test says so, Heartbeat at once,
+    Produce without a response (acks=0)."""
+
+    def __init__(self) -> None:
+        self.gates: dict[int, asyncio.Future[None]] = {}  # correlation id -> released when set
+        self.seen: list[int] = []
+        self.cancelled: list[int] = []
+        self.table: dict[int, ApiHandler] = {
+            18: self._handler(18, 0, 4, lambda context, request: api_versions_response(self.table)),
+            3: self._handler(3, 0, 4, self._metadata),
+            12: self._handler(12, 0, 4, self._heartbeat),
+            0: self._handler(0, 3, 9, lambda context, request: None),
+        }
+
+    @staticmethod
+    def _handler(api_key: int, low: int, high: int, handle: Callable[..., Any]) -> ApiHandler:
+        return ApiHandler(api_key, REQUESTS[api_key].NAME.removesuffix("Request"), low, high,
+                          REQUESTS[api_key], RESPONSES[api_key], handle)
+
+    def _metadata(self, context: RequestContext, request: MetadataRequest) -> Awaitable[Message]:
+        gate = self.gates.setdefault(context.correlation_id, asyncio.get_running_loop().create_future())
+
+        async def answer() -> Message:
+            try:
+                await gate
+            except asyncio.CancelledError:
+                self.cancelled.append(context.correlation_id)
+                raise
+            if gate.result() == "fail":
+                raise RuntimeError("metadata handler failed")
+            return MetadataResponse(cluster_id="test")
+
+        return answer()
+
+    def _heartbeat(self, context: RequestContext, request: HeartbeatRequest) -> Message:
+        self.seen.append(context.correlation_id)
+        if request.group_id == "explode":
+            raise RuntimeError("heartbeat handler failed")
+        return HeartbeatResponse()
+
+    def release(self, correlation_id: int, value: Any = None) -> None:
+        self.gates[correlation_id].set_result(value)
+
+
+def connect(handlers: Handlers, clock: Callable[[], float] | None = None, port: int = 50000,
+            **options: Any) -> tuple[KafkaConnection, FakeTransport]:
+    extra = {"clock": clock} if clock is not None else {}
+    connection = KafkaConnection(object(), max_request_bytes=MAX_REQUEST_BYTES, idle_ms=IDLE_MS,
+                                 handlers=handlers.table, **extra, **options)
+    transport = FakeTransport(port)
+    connection.connection_made(transport)
+    return connection, transport
+
+
+def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(test())
+
+
+async def settle() -> None:
+    """Let completed handler tasks run their callbacks."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def metadata(correlation_id: int) -> bytes:
+    return encode_request(MetadataRequest(topics=[]), 4, correlation_id, "test")
+
+
+def heartbeat(correlation_id: int, group_id: str = "group") -> bytes:
+    return encode_request(HeartbeatRequest(group_id=group_id, member_id="m"), 3, correlation_id, "test")
+
+
+def produce_acks0(correlation_id: int) -> bytes:
+    return encode_request(ProduceRequest(acks=0, timeout_ms=1000, topic_data=[]), 7, correlation_id, "test")
+
+
+def api_versions(correlation_id: int, version: int = 3) -> bytes:
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
+    return encode_request(request, version, correlation_id, "test")
+
+
+def raw_api_versions_v5(correlation_id: int) -> bytes:
+    """ApiVersions v5 (newer than any schema we have): header v2, then a v3-shaped body."""
+    client_id = b"future-client"
+    body = (struct.pack(">hhih", 18, 5, correlation_id, len(client_id)) + client_id + b"\x00"
+            + b"\x05name" + b"\x041.0" + b"\x00")
+    return struct.pack(">i", len(body)) + body
+
+
+# ordering ---------------------------------------------------------------------------------------
+def test_pipelined_responses_leave_in_request_order() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        connection.data_received(metadata(1) + heartbeat(2) + heartbeat(3))
+        await settle()
+        assert handlers.seen == [2, 3]  # the later requests were handled...
+        assert transport.written == b""  # ...but wait for the first answer
+        handlers.release(1)
+        await settle()
+        assert transport.correlation_ids() == [1, 2, 3]
+        assert connection.in_flight == 0
+
+    run(scenario)
+
+
+def test_a_request_without_response_keeps_its_place() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        connection.data_received(metadata(1) + produce_acks0(2) + metadata(3) + heartbeat(4))
+        handlers.release(3)
+        await settle()
+        assert transport.written == b""
+        handlers.release(1)
+        await settle()
+        assert transport.correlation_ids() == [1, 3, 4]
+
+    run(scenario)
+
+
+# framing ----------------------------------------------------------------------------------------
+def test_frames_split_across_reads_and_many_frames_in_one_read() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        stream = heartbeat(1) + api_versions(2) + heartbeat(3) + api_versions(4, version=0)
+        for index in range(len(stream)):  # one byte at a time: size prefixes split too
+            connection.data_received(stream[index:index + 1])
+        connection.data_received(stream)  # all four in one read
+        middle = len(stream) // 2 + 1
+        connection.data_received(stream[:middle])  # and a split in the middle of a frame
+        connection.data_received(stream[middle:])
+        await settle()
+        assert transport.correlation_ids() == [1, 2, 3, 4] * 3
+        assert not transport.closed
+        frame = transport.frames()[1]
+        response = ApiVersionsResponse.decode_from(parse_response_header(frame, 18, 3), 3)
+        assert response.error_code == ErrorCode.NONE
+        assert [key.api_key for key in response.api_keys] == [0, 3, 12, 18]
+
+    run(scenario)
+
+
+def test_oversized_request_closes_before_the_body_is_buffered(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        connection, transport = connect(Handlers())
+        connection.data_received(struct.pack(">i", 2**31 - 1))  # only the size: no body has arrived
+        assert transport.closed
+        assert connection._body is None  # nothing was allocated for it
+        connection.data_received(b"\x00" * 100)  # anything after the close is ignored
+        assert transport.written == b""
+
+    with caplog.at_level(logging.WARNING, logger="kafkalite.net"):
+        run(scenario)
+    assert len(caplog.records) == 1
+    assert "127.0.0.1:50000" in caplog.records[0].getMessage()
+    assert "socket.request.max.bytes" in caplog.records[0].getMessage()
+
+
+def test_size_just_above_the_limit_closes_and_at_the_limit_is_read() -> None:
+    async def scenario() -> None:
+        connection, transport = connect(Handlers())
+        connection.data_received(struct.pack(">i", MAX_REQUEST_BYTES + 1))
+        assert transport.closed
+        connection, transport = connect(Handlers())
+        connection.data_received(struct.pack(">i", MAX_REQUEST_BYTES) + b"\x00" * 10)
+        assert not transport.closed  # waiting for the rest of the body
+
+    run(scenario)
+
+
+def test_negative_size_closes() -> None:
+    async def scenario() -> None:
+        connection, transport = connect(Handlers())
+        connection.data_received(struct.pack(">i", -1) + b"\x00" * 8)
+        assert transport.closed and transport.written == b""
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\x00\x00\x00\x02\xff\xff",  # a frame too short for a request header
+        b"\x00\x00\x00\x00",  # an empty frame
+        b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",  # the size reads as 1.2 GB: over the limit
+        struct.pack(">ihhi", 10, 12, 3, 7) + b"\x7f\xff",  # a client id longer than the frame
+    ],
+)
+def test_garbage_closes(garbage: bytes) -> None:
+    async def scenario() -> None:
+        connection, transport = connect(Handlers())
+        connection.data_received(garbage)
+        assert transport.closed and transport.written == b""
+
+    run(scenario)
+
+
+def test_malformed_body_closes(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        frame = bytearray(heartbeat(1))
+        del frame[-6:]  # cut the member id short
+        frame[0:4] = struct.pack(">i", len(frame) - 4)
+        connection.data_received(bytes(frame))
+        assert transport.closed and handlers.seen == []
+
+    with caplog.at_level(logging.WARNING, logger="kafkalite.net"):
+        run(scenario)
+    assert "malformed Heartbeat v3" in caplog.text and "127.0.0.1:50000" in caplog.text
+
+
+# versions ---------------------------------------------------------------------------------------
+def test_unknown_api_key_closes(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        connection, transport = connect(Handlers())
+        fetch_like = encode_request(REQUESTS[1](), 4, 9, "test")  # Fetch: not in this registry
+        connection.data_received(heartbeat(1) + fetch_like + heartbeat(2))
+        await settle()
+        assert transport.closed
+        assert transport.correlation_ids() == [1]  # answered before the bad request, nothing after
+
+    with caplog.at_level(logging.WARNING, logger="kafkalite.net"):
+        run(scenario)
+    assert "unknown API key 1" in caplog.text
+
+
+def test_unsupported_api_versions_version_gets_a_v0_error_with_the_key_list() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        connection.data_received(raw_api_versions_v5(77))
+        await settle()
+        assert not transport.closed
+        (frame,) = transport.frames()
+        assert struct.unpack_from(">i", frame)[0] == 77  # response header v0: the correlation id only
+        response = ApiVersionsResponse.decode(frame[4:], 0)
+        assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert [(key.api_key, key.min_version, key.max_version) for key in response.api_keys] == [
+            (0, 3, 9), (3, 0, 4), (12, 0, 4), (18, 0, 4)]
+        connection.data_received(api_versions(78, version=3))  # the client retries lower
+        await settle()
+        assert transport.correlation_ids() == [77, 78]
+
+    run(scenario)
+
+
+def test_unsupported_version_of_another_api_closes(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        connection, transport = connect(Handlers())
+        connection.data_received(encode_request(MetadataRequest(topics=[]), 5, 1, "test"))
+        assert transport.closed and transport.written == b""
+
+    with caplog.at_level(logging.WARNING, logger="kafkalite.net"):
+        run(scenario)
+    assert "Metadata v5" in caplog.text and "v0-4" in caplog.text
+
+
+# handler failures -------------------------------------------------------------------------------
+def test_handler_exception_closes_only_that_connection(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        bad, bad_transport = connect(handlers, port=1)
+        good, good_transport = connect(handlers, port=2)
+        bad.data_received(heartbeat(1, group_id="explode"))
+        good.data_received(heartbeat(2))
+        await settle()
+        assert bad_transport.closed and bad_transport.written == b""
+        assert not good_transport.closed and good_transport.correlation_ids() == [2]
+
+    with caplog.at_level(logging.ERROR, logger="kafkalite.net"):
+        run(scenario)
+    assert len(caplog.records) == 1
+    assert caplog.records[0].exc_info is not None and "127.0.0.1:1" in caplog.text
+
+
+def test_awaitable_handler_exception_closes_the_connection(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        connection.data_received(metadata(1) + heartbeat(2))
+        handlers.release(1, "fail")
+        await settle()
+        assert transport.closed and transport.written == b""
+
+    with caplog.at_level(logging.ERROR, logger="kafkalite.net"):
+        run(scenario)
+    assert "Metadata v4 from 127.0.0.1:50000 failed" in caplog.text
+
+
+def test_connection_lost_cancels_pending_handlers() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connections: set[KafkaConnection] = set()
+        connection, _ = connect(handlers, connections=connections)
+        assert connections == {connection}
+        connection.data_received(metadata(1) + metadata(2))
+        await settle()
+        connection.connection_lost(None)
+        await settle()
+        assert sorted(handlers.cancelled) == [1, 2]
+        assert connections == set()
+
+    run(scenario)
+
+
+# back-pressure ----------------------------------------------------------------------------------
+def test_reading_pauses_with_too_many_requests_in_flight() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers, max_in_flight=2)
+        connection.data_received(metadata(1))
+        assert transport.reading
+        connection.data_received(metadata(2))
+        assert not transport.reading
+        handlers.release(1)
+        await settle()
+        assert transport.reading and transport.correlation_ids() == [1]
+
+    run(scenario)
+
+
+def test_reading_pauses_while_the_write_buffer_is_full() -> None:
+    async def scenario() -> None:
+        connection, transport = connect(Handlers())
+        connection.pause_writing()
+        assert not transport.reading
+        connection.data_received(heartbeat(1))  # what was already read is still answered
+        assert transport.correlation_ids() == [1]
+        connection.resume_writing()
+        assert transport.reading
+
+    run(scenario)
+
+
+def test_drain_stops_reading_and_completes_when_responses_are_out() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        connection.data_received(metadata(1))
+        drained = connection.drain()
+        assert not transport.reading and not drained.done()
+        handlers.release(1)
+        await asyncio.wait_for(drained, timeout=1)
+        assert transport.correlation_ids() == [1]
+
+    run(scenario)
+
+
+def test_half_close_sends_pending_responses_then_closes() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        connection.data_received(metadata(1))
+        assert connection.eof_received() is True  # keep the transport open for the answer
+        handlers.release(1)
+        await settle()
+        assert transport.correlation_ids() == [1] and transport.closed
+
+    run(scenario)
+
+
+# idle connections -------------------------------------------------------------------------------
+def test_idle_connection_closes_after_connections_max_idle_ms() -> None:
+    async def scenario() -> None:
+        now = [1000.0]
+        connection, transport = connect(Handlers(), clock=lambda: now[0])
+        now[0] += 4.0
+        assert connection.check_idle() == pytest.approx(6.0)  # seconds until the next check
+        connection.data_received(heartbeat(1))  # activity resets the idle time
+        now[0] += 9.0
+        assert connection.check_idle() == pytest.approx(1.0) and not transport.closed
+        now[0] += 1.0
+        assert connection.check_idle() is None
+        assert transport.closed
+
+    run(scenario)
+
+
+def test_a_connection_waiting_for_a_response_is_not_idle() -> None:
+    async def scenario() -> None:
+        now = [0.0]
+        handlers = Handlers()
+        connection, transport = connect(handlers, clock=lambda: now[0])
+        connection.data_received(metadata(1))
+        now[0] += 60.0
+        assert connection.check_idle() is not None and not transport.closed
+
+    run(scenario)
