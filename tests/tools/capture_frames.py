@@ -1,59 +1,70 @@
 #!/usr/bin/env python3
 """Capture real Kafka protocol frames exchanged by real clients, for codec tests.
 
-What it does
+How it works
 ============
-1. Starts librdkafka's in-process *mock cluster* (bundled with confluent-kafka)
-   by creating a "holder" ``confluent_kafka.Producer`` configured with
-   ``test.mock.num.brokers=1``.  librdkafka logs the mock's bootstrap address
-   ("Mock cluster enabled: ... replaced with 127.0.0.1:PORT"); we pick it up
-   through the ``logger=`` hook.  The holder is kept alive for as long as the
-   mock is needed (one mock cluster per client library).
+1. **Mock broker.**  librdkafka (bundled with confluent-kafka) ships an
+   in-memory mock cluster.  A "holder" ``confluent_kafka.Producer`` configured
+   with ``test.mock.num.brokers=1`` starts one; librdkafka then logs
+   "Mock cluster enabled: ... replaced with 127.0.0.1:PORT", which we pick up
+   through the client's ``logger=`` hook (log callbacks are delivered by
+   ``poll()``, so the holder is polled continuously).  The holder runs in a
+   child process (this script with ``--serve-mock``) that prints the address
+   and the mock's parse-error complaints on stdout and exits when its stdin
+   is closed: malformed requests have crashed the mock (segfault), and out of
+   process that only ends one phase.  Each phase (see ``PHASES``) gets a
+   fresh mock.
 
-2. For every scenario a :class:`RecordingProxy` is started on
-   ``127.0.0.1:<ephemeral>``.  It forwards bytes to the mock broker, splits
-   both directions into size-prefixed Kafka frames and records each frame
-   (direction, api_key, api_version, correlation_id, frame bytes *without* the
-   4-byte size prefix).  Responses carry no api key/version, so they are
-   matched to their request through the correlation id (the first int32 of the
-   response frame) per connection.
+2. **Recording proxy.**  For every scenario a :class:`RecordingProxy` listens
+   on ``127.0.0.1:<ephemeral>`` and forwards to the mock broker.  It splits
+   both directions into size-prefixed Kafka frames and records each one:
+   direction, api_key, api_version, correlation_id and the frame bytes
+   *without* the 4-byte size prefix.  Responses carry no api key/version;
+   they are matched to their request by correlation id (the first int32 of a
+   response) per connection.
 
-   The mock advertises its own ``127.0.0.1:PORT`` in Metadata /
-   FindCoordinator (and any other) responses, so clients would bypass the
-   proxy after bootstrapping.  The proxy therefore replaces the byte sequence
-   ``b"127.0.0.1" + int32(mock_port)`` with ``b"127.0.0.1" + int32(proxy_port)``
-   in every response before forwarding it.  This keeps all lengths unchanged,
-   so no parsing is needed.  **The recorded response is the original frame as
-   sent by the mock (before the rewrite).**
+   The mock advertises its own ``127.0.0.1:PORT`` (Metadata, FindCoordinator,
+   ShareFetch node endpoints, ...), so clients would bypass the proxy after
+   bootstrapping.  The proxy therefore replaces ``b"127.0.0.1" +
+   int32(mock_port)`` with ``b"127.0.0.1" + int32(proxy_port)`` in every
+   response before forwarding it.  Lengths do not change, so nothing needs
+   parsing.  **The recorded response is the original frame as sent by the
+   mock, before this rewrite.**
 
-3. Scenarios are then driven through the proxy with kafka-python and
-   confluent-kafka (producers with every compression codec, idempotent and
-   transactional producers, consumer groups with several assignment
-   protocols, admin calls, ...).  Anything that the mock or a client does not
-   support is logged and skipped; every scenario is bounded in time and a
-   global watchdog aborts the whole run if it ever exceeds ``--max-seconds``.
+3. **Scenarios** drive kafka-python and confluent-kafka through the proxy:
+   producers with every compression codec, idempotent and transactional
+   producers, consumer groups (eager, cooperative-sticky, KIP-848), a
+   consume-transform-produce transaction, a KIP-932 share consumer, admin
+   calls, and kafka-python pinned to older broker versions (older request
+   versions, legacy magic 0/1 message sets).  Failures are reported and the
+   run goes on; every scenario is time-bounded, and a watchdog ends the whole
+   run after ``--max-seconds``.  kafka-python needs two small workarounds for
+   mock bugs, see :func:`_kafka_python_mock_workarounds`.
 
-4. Frames are deduplicated per client by ``(direction, api_key, api_version,
-   variant)``: the first frame seen for a key is kept.  ``variant`` is only set
-   where the content differs meaningfully:
+4. **Selection.**  Frames are deduplicated per client by ``(direction,
+   api_key, api_version, variant)``; the first frame seen for a key is kept
+   (the largest, for ShareFetch).  ``variant`` is set only where content
+   differs meaningfully (see :func:`classify`): Produce requests and Fetch
+   responses by the magic/codecs/idempotent/transactional/control flags of
+   their record batches (parsed, CRCs verified), JoinGroup requests by their
+   protocol names, ApiVersions responses by their error code.
 
-   * Produce requests: the compression codec(s) of the record batches and
-     whether they are idempotent / transactional (parsed from the batches).
-   * Fetch responses: ``empty`` or the set of codecs found in the returned
-     batches, plus ``control`` when transaction markers are present.
+5. **Cross-check.**  Every selected frame is decoded and re-encoded with
+   kafka-python's schema-generated codec (:class:`KafkaPythonCodec`).  Frames
+   that do not round-trip byte-identically are librdkafka-mock bugs (see the
+   README) and go to ``nonconformant.jsonl`` instead of the client files.
 
-   Each kept frame becomes one JSON line in ``<out>/<client>.jsonl``::
+Output (``--out``): ``kafka-python.jsonl``, ``confluent-kafka.jsonl`` and
+``nonconformant.jsonl``, one JSON object per line::
 
-       {"client": ..., "scenario": ..., "direction": "request"|"response",
-        "api_key": int, "api_version": int, "correlation_id": int,
-        "variant": str|null, "frame": "<hex>"}
+    {"client": ..., "scenario": ..., "direction": "request"|"response",
+     "api_key": int, "api_version": int, "correlation_id": int,
+     "variant": str|null, "note": str|null, "frame": "<hex>"}
 
-   ``frame`` is the hex of the frame without the 4-byte size prefix, i.e. it
-   starts with the request header (api_key, api_version, correlation_id,
-   client_id, ...) or with the response header (correlation_id, ...).
-   Note: ``api_version`` of a response is the version of the *request* it
-   answers; an ApiVersions error response to an unsupported version is
-   encoded with ApiVersions v0 regardless (as Kafka does).
+``frame`` is the hex of the frame without the size prefix: it starts with the
+request header (api_key, api_version, correlation_id, client_id, ...) or the
+response header (correlation_id, ...).  A response's ``api_version`` is that of
+the request it answers.
 
 Rerun
 =====
@@ -61,9 +72,9 @@ Rerun
 
     .venv/bin/python tests/tools/capture_frames.py --out tests/data/frames
 
-Everything listens/connects on loopback only.  A full run takes about a
-minute.  Output is not bit-for-bit reproducible (timestamps, producer ids,
-member ids, CRCs differ between runs), but its shape is stable.
+Loopback only.  A full run takes about two minutes.  The output is not
+bit-for-bit reproducible (timestamps, producer/member ids, CRCs, ports and
+which first frame wins change between runs), but its shape is stable.
 """
 
 from __future__ import annotations
@@ -92,6 +103,7 @@ LOOPBACK = "127.0.0.1"
 MAX_FRAME_BYTES = 128 * 1024
 #: Records per produce scenario (small so that frames stay small).
 RECORDS_PER_PRODUCE = 20
+ABORTED_RECORDS = 3
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
@@ -125,6 +137,7 @@ class CapturedFrame:
     correlation_id: int
     frame: bytes
     variant: str | None = None
+    note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -135,6 +148,7 @@ class CapturedFrame:
             "api_version": self.api_version,
             "correlation_id": self.correlation_id,
             "variant": self.variant,
+            "note": self.note,
             "frame": self.frame.hex(),
         }
 
@@ -237,9 +251,6 @@ class RecordingProxy:
 
     # -- per connection --
     async def _handle(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
         self._writers.add(c_writer)
         u_writer = None
         try:
@@ -247,16 +258,17 @@ class RecordingProxy:
                 asyncio.open_connection(*self.upstream), timeout=5)
             self._writers.add(u_writer)
             pending: dict[int, tuple[int, int]] = {}
-            pumps = [
+            pumps = {
                 asyncio.create_task(self._pump_requests(c_reader, u_writer, pending)),
                 asyncio.create_task(self._pump_responses(u_reader, c_writer, pending)),
-            ]
-            try:
-                await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for p in pumps:
-                    p.cancel()
-                await asyncio.gather(*pumps, return_exceptions=True)
+            }
+            self._tasks |= pumps
+            # Either side closing ends the connection; _stop() cancels the pumps.
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            for p in pumps:
+                p.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
+            self._tasks -= pumps
         except (OSError, asyncio.TimeoutError) as exc:
             log.warning("[%s] upstream connection failed: %s", self.scenario, exc)
         finally:
@@ -264,7 +276,6 @@ class RecordingProxy:
                 if w is not None:
                     w.close()
                     self._writers.discard(w)
-            self._tasks.discard(task)
 
     async def _pump_requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                              pending: dict[int, tuple[int, int]]) -> None:
@@ -297,44 +308,138 @@ class RecordingProxy:
 # librdkafka mock cluster
 # --------------------------------------------------------------------------
 
-class _AddressHandler(logging.Handler):
-    PATTERN = re.compile(r"Mock cluster enabled: .* replaced with (\S+)")
+class _MockLogHandler(logging.Handler):
+    """Collects the mock's address and its complaints from librdkafka's log."""
+
+    ADDRESS = re.compile(r"Mock cluster enabled: .* replaced with (\S+)")
+    RECEIVED = re.compile(r"Received (\w+Request)V(\d+) from (\S+)")
+    CLOSED = re.compile(r"Connection from (\S+) closed: (Parse error.*)")
+    NOTABLE = re.compile(r"max allowed|[Uu]nsupported|[Uu]nknown request")
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.address: str | None = None
+        self.notable: list[str] = []
+        self._last_request: dict[str, str] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        m = self.PATTERN.search(record.getMessage())
-        if m:
+        msg = record.getMessage()
+        if m := self.ADDRESS.search(msg):
             self.address = m.group(1).split(",")[0]
+        elif m := self.RECEIVED.search(msg):
+            self._last_request[m.group(3)] = f"{m.group(1)} v{m.group(2)}"
+        elif m := self.CLOSED.search(msg):
+            last = self._last_request.get(m.group(1), "?")
+            self.notable.append(f"{m.group(2)} (connection dropped) after {last}")
+        elif self.NOTABLE.search(msg):
+            self.notable.append(re.sub(r"^.*\[thrd:[^]]*\]: ", "", msg))
+
+
+def serve_mock(max_seconds: float) -> int:
+    """Child-process mode: run a 1-broker librdkafka mock until stdin closes.
+
+    Protocol on stdout (one line each): ``ADDRESS host:port`` once, then
+    ``NOTE <text>`` for every parse error or similar complaint of the mock.
+    """
+    from confluent_kafka import Producer
+
+    class _Forward(_MockLogHandler):
+        def emit(self, record: logging.LogRecord) -> None:
+            had_address, n_notes = self.address, len(self.notable)
+            super().emit(record)
+            if self.address and not had_address:
+                print(f"ADDRESS {self.address}", flush=True)
+            for note in self.notable[n_notes:]:
+                print(f"NOTE {note}", flush=True)
+
+    mock_log = logging.getLogger("capture_frames.mock")
+    mock_log.propagate = False
+    mock_log.setLevel(logging.DEBUG)
+    mock_log.addHandler(_Forward())
+    # debug=mock makes the mock log the protocol parse errors that we report.
+    holder = Producer({"test.mock.num.brokers": 1, "logger": mock_log, "debug": "mock"})
+    stdin_closed = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stdin_closed.set()), daemon=True).start()
+    deadline = time.monotonic() + max_seconds
+    while not stdin_closed.is_set() and time.monotonic() < deadline:
+        holder.poll(0.2)  # also delivers the log callbacks
+    return 0
+
+
+@dataclass
+class MockCluster:
+    host: str
+    port: int
+    process: Any
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def upstream(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    def crashed(self) -> str | None:
+        code = self.process.poll()
+        return None if code is None else f"mock process exited with code {code}"
 
 
 @contextmanager
-def mock_cluster(timeout: float = 10.0) -> Iterator[tuple[str, int]]:
-    """Start a librdkafka mock cluster with one broker; yield (host, port)."""
-    from confluent_kafka import Producer
+def mock_cluster(max_seconds: float, timeout: float = 15.0) -> Iterator[MockCluster]:
+    """Start a 1-broker librdkafka mock cluster in a child process.
 
-    handler = _AddressHandler()
-    mock_log = logging.getLogger(f"capture_frames.mock.{id(handler)}")
-    mock_log.propagate = False
-    mock_log.setLevel(logging.DEBUG)
-    mock_log.addHandler(handler)
-    holder = Producer({"test.mock.num.brokers": 1, "logger": mock_log})
-    deadline = time.monotonic() + timeout
-    while handler.address is None:
-        if time.monotonic() > deadline:
-            raise RuntimeError("librdkafka mock cluster did not report its address")
-        holder.poll(0.1)
-    host, port = handler.address.rsplit(":", 1)
-    if host != LOOPBACK:
-        raise RuntimeError(f"unexpected mock address {handler.address}")
-    log.info("mock cluster at %s", handler.address)
+    The mock runs out of process because malformed requests can crash it
+    (we saw segfaults after the parse errors described in the README); a
+    crash then only ends the current phase instead of the whole capture.
+    """
+    import queue
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--serve-mock",
+         "--max-seconds", str(max_seconds)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read_stdout() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=read_stdout, name="mock-stdout", daemon=True).start()
+    collector: threading.Thread | None = None
     try:
-        yield host, int(port)
+        address = None
+        deadline = time.monotonic() + timeout
+        while address is None:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            if line is None:
+                raise RuntimeError("mock process exited before reporting its address")
+            if line.startswith("ADDRESS "):
+                address = line.split(" ", 1)[1]
+        host, port = address.rsplit(":", 1)
+        if host != LOOPBACK:
+            raise RuntimeError(f"unexpected mock address {address}")
+        log.info("mock cluster at %s (pid %d)", address, proc.pid)
+        mock = MockCluster(host, int(port), proc)
+
+        def collect_notes() -> None:
+            while (line := lines.get()) is not None:
+                if line.startswith("NOTE "):
+                    mock.notes.append(line[5:])
+
+        collector = threading.Thread(target=collect_notes, name="mock-notes", daemon=True)
+        collector.start()
+        yield mock
     finally:
-        holder.flush(1)
-        del holder
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        if collector is not None:
+            collector.join(2)
 
 
 # --------------------------------------------------------------------------
@@ -393,37 +498,64 @@ class _Reader:
                 self.skip(self.uvarint())
 
 
-def _scan_batches(records: bytes | None) -> list[tuple[int, int, int]]:
-    """Return (magic, attributes, producer_id) of every batch/message in `records`."""
+@dataclass
+class _Batch:
+    magic: int
+    attributes: int
+    producer_id: int
+    crc_stored: int
+    crc_ok: bool
+
+
+def _scan_batches(records: bytes | None) -> list[_Batch]:
+    """Decode the headers of the record batches (magic 2) / messages (magic 0, 1)."""
+    import zlib
+
+    import crc32c  # project dependency
+
     out = []
     pos = 0
     while records and pos + 17 <= len(records):
         size = struct.unpack_from(">i", records, pos + 8)[0]
+        end = pos + 12 + size
+        if size <= 0 or end > len(records):
+            break  # a truncated trailing batch is legal in Fetch responses
         magic = records[pos + 16]
         if magic >= 2:
+            crc = struct.unpack_from(">I", records, pos + 17)[0]
             attrs = struct.unpack_from(">h", records, pos + 21)[0]
-            pid = struct.unpack_from(">q", records, pos + 43)[0] if pos + 51 <= len(records) else -1
+            pid = struct.unpack_from(">q", records, pos + 43)[0]
+            ok = crc == crc32c.crc32c(records[pos + 21:end])
         else:
+            crc = struct.unpack_from(">I", records, pos + 12)[0]
             attrs = records[pos + 17]
             pid = -1
-        out.append((magic, attrs, pid))
-        pos += 12 + size
+            ok = crc == zlib.crc32(records[pos + 16:end])
+        out.append(_Batch(magic, attrs, pid, crc, ok))
+        pos = end
     return out
 
 
-def _describe_batches(batches: list[tuple[int, int, int]]) -> str:
+def _describe_batches(batches: list[_Batch], notes: list[str]) -> str:
     if not batches:
         return "empty"
-    codecs = sorted({CODEC_NAMES.get(a & 7, str(a & 7)) for m, a, _ in batches
-                     if not (m >= 2 and a & 0x20)})
-    parts = ["magic" + "+".join(sorted({str(m) for m, _, _ in batches}))]
+    control = [b for b in batches if b.magic >= 2 and b.attributes & 0x20]
+    data = [b for b in batches if b not in control]
+    codecs = sorted({CODEC_NAMES.get(b.attributes & 7, str(b.attributes & 7)) for b in data})
+    parts = ["magic" + "+".join(sorted({str(b.magic) for b in batches}))]
     parts.append("+".join(codecs) if codecs else "nodata")
-    if any(m >= 2 and a & 0x20 for m, a, _ in batches):
+    if control:
         parts.append("control")
-    if any(m >= 2 and a & 0x10 for m, a, _ in batches):
+    if any(b.magic >= 2 and b.attributes & 0x10 for b in batches):
         parts.append("transactional")
-    elif any(pid >= 0 for _, _, pid in batches):
+    elif any(b.producer_id >= 0 for b in batches):
         parts.append("idempotent")
+    bad = [b for b in batches if not b.crc_ok]
+    if bad:
+        zero_control = all(b in control and b.crc_stored == 0 for b in bad)
+        notes.append(f"{len(bad)} of {len(batches)} record batches have a wrong CRC"
+                     + (" (control batches written by the librdkafka mock carry CRC 0)"
+                        if zero_control else ""))
     return ",".join(parts)
 
 
@@ -434,7 +566,7 @@ def _request_body(frame: bytes, flexible: bool) -> _Reader:
     return r
 
 
-def _produce_request_variant(frame: bytes, version: int) -> str:
+def _produce_request_variant(frame: bytes, version: int, notes: list[str]) -> str:
     flex = version >= 9
     r = _request_body(frame, flex)
     if version >= 3:
@@ -452,10 +584,10 @@ def _produce_request_variant(frame: bytes, version: int) -> str:
             batches += _scan_batches(r.bytes_(flex))
             r.tags(flex)
         r.tags(flex)
-    return _describe_batches(batches)
+    return _describe_batches(batches, notes)
 
 
-def _fetch_response_variant(frame: bytes, version: int) -> str:
+def _fetch_response_variant(frame: bytes, version: int, notes: list[str]) -> str:
     flex = version >= 12
     r = _Reader(frame, 4)
     r.tags(flex)
@@ -488,31 +620,171 @@ def _fetch_response_variant(frame: bytes, version: int) -> str:
             batches += _scan_batches(r.bytes_(flex))
             r.tags(flex)
         r.tags(flex)
-    return _describe_batches(batches)
+    return _describe_batches(batches, notes)
 
 
-def variant_of(f: CapturedFrame) -> str | None:
+def _joingroup_request_variant(frame: bytes, version: int) -> str:
+    flex = version >= 6
+    r = _request_body(frame, flex)
+    r.string(flex)  # group_id
+    r.i32()  # session_timeout_ms
+    if version >= 1:
+        r.i32()  # rebalance_timeout_ms
+    r.string(flex)  # member_id
+    if version >= 5:
+        r.string(flex)  # group_instance_id
+    r.string(flex)  # protocol_type
+    names = []
+    for _ in range(r.array_len(flex)):
+        n = r.uvarint() - 1 if flex else r.i16()
+        names.append(frame[r.pos:r.pos + n].decode(errors="replace"))
+        r.skip(n)
+        r.bytes_(flex)
+        r.tags(flex)
+    return "protocols=" + "+".join(names)
+
+
+def classify(f: CapturedFrame) -> tuple[str | None, list[str]]:
+    """Return (variant, notes) for a frame; see the module docstring."""
+    notes: list[str] = []
     try:
         if f.direction == "request" and f.api_key == 0:
-            return _produce_request_variant(f.frame, f.api_version)
+            return _produce_request_variant(f.frame, f.api_version, notes), notes
         if f.direction == "response" and f.api_key == 1:
-            return _fetch_response_variant(f.frame, f.api_version)
+            return _fetch_response_variant(f.frame, f.api_version, notes), notes
+        if f.direction == "request" and f.api_key == 11:
+            return _joingroup_request_variant(f.frame, f.api_version), notes
+        if f.direction == "response" and f.api_key == 18:
+            # ApiVersions responses always use response header v0.
+            (error_code,) = struct.unpack_from(">h", f.frame, 4)
+            return (f"error={error_code}" if error_code else None), notes
     except (struct.error, ValueError, IndexError):
-        return "unparsed"
-    return None
+        return "unparsed", notes
+    return None, notes
 
 
-def select_frames(frames: list[CapturedFrame]) -> list[CapturedFrame]:
-    """Deduplicate by (client, direction, api_key, api_version, variant)."""
+class KafkaPythonCodec:
+    """Independent cross-check: decode + re-encode a frame with kafka-python's codec.
+
+    kafka-python 3.x generates its protocol classes from Apache Kafka's JSON
+    message schemas.  A frame that kafka-python decodes and re-encodes to the
+    identical bytes is very likely spec-conformant; one that it cannot is
+    either malformed (we found several librdkafka-mock bugs this way) or hits
+    a kafka-python limitation.  Response headers are checked separately (the
+    correlation id plus, for flexible versions except ApiVersions, an empty
+    tagged-field section).
+    """
+
+    NO_SCHEMA = "kafka-python has no schema for this API"
+
+    def __init__(self) -> None:
+        import importlib
+        import pkgutil
+
+        import kafka.protocol
+        from kafka.protocol.api_message import ApiMessage
+
+        for mod in pkgutil.walk_packages(kafka.protocol.__path__, "kafka.protocol."):
+            try:
+                importlib.import_module(mod.name)
+            except Exception:  # noqa: BLE001 - optional modules
+                pass
+        self.classes: dict[tuple[int, str], Any] = {}
+        todo = list(ApiMessage.__subclasses__())
+        while todo:
+            cls = todo.pop()
+            todo.extend(cls.__subclasses__())
+            if getattr(cls, "_class_version", None) is None and getattr(cls, "_json", None):
+                self.classes[(cls.API_KEY, cls.type)] = cls
+
+    def check(self, f: CapturedFrame) -> str | None:
+        """Return None if the frame round-trips byte-identically, else a reason."""
+        cls = self.classes.get((f.api_key, f.direction))
+        if cls is None:
+            return self.NO_SCHEMA
+        v = f.api_version
+        try:
+            if f.direction == "request":
+                obj = cls.decode(f.frame, version=v, header=True)
+                out = bytes(obj.encode(version=v, header=True))
+                body_len = len(f.frame)
+                ok = out == f.frame
+            else:
+                flexible = cls.flexible_version_q(v) and f.api_key != 18
+                hlen = 5 if flexible else 4
+                if flexible and f.frame[4] != 0:
+                    return "response header carries tagged fields"
+                body = f.frame[hlen:]
+                obj = cls.decode(body, version=v)
+                obj._header = None
+                out = bytes(obj.encode(version=v))
+                body_len = len(body)
+                ok = out == body
+        except Exception as exc:  # noqa: BLE001
+            return f"kafka-python cannot decode it: {type(exc).__name__}: {exc}"
+        if not ok:
+            return (f"kafka-python re-encodes it differently ({len(out)} vs {body_len} "
+                    f"bytes{', trailing bytes?' if len(out) < body_len else ''})")
+        return None
+
+
+#: Explanations for the mock defects found by KafkaPythonCodec,
+#: keyed by (api_key, api_version, direction).
+_APIVERSIONS_BUG = (
+    "librdkafka mock: its UNSUPPORTED_VERSION reply to an ApiVersions v3+ request "
+    "writes the ApiKeys count as a plain int8 (N instead of compact N+1) and no tagged "
+    "fields; it is neither the v0-encoded fallback Kafka sends nor a valid v3 body")
+KNOWN_MOCK_BUGS: dict[tuple[int, int, str], str] = {
+    (18, 3, "response"): _APIVERSIONS_BUG,
+    (18, 4, "response"): _APIVERSIONS_BUG,
+    (0, 5, "response"): "librdkafka mock: Produce v5 response lacks LogStartOffset "
+                        "(the mock writes it only for v6+)",
+    (3, 13, "response"): "librdkafka mock: Metadata v13 response body is one byte longer "
+                         "than the schema allows",
+    (13, 4, "response"): "librdkafka mock: LeaveGroup v4 response writes a bogus Members "
+                         "compact-array length",
+}
+
+
+#: (api_key, direction) whose largest frame is kept instead of the first one: the
+#: first ShareFetch exchange carries neither records nor acknowledgements.
+PREFER_LARGEST = {(78, "request"), (78, "response")}
+
+
+def select_frames(frames: list[CapturedFrame], codec: KafkaPythonCodec | None
+                  ) -> tuple[list[CapturedFrame], list[CapturedFrame]]:
+    """Deduplicate by (client, direction, api_key, api_version, variant).
+
+    Returns (conformant, nonconformant): frames that kafka-python's codec
+    cannot round-trip are set aside (with a note) instead of being kept.
+    """
     kept: dict[tuple[Any, ...], CapturedFrame] = {}
+    bad: dict[tuple[Any, ...], CapturedFrame] = {}
     for f in frames:
         if len(f.frame) > MAX_FRAME_BYTES:
             continue
-        f.variant = variant_of(f)
+        f.variant, notes = classify(f)
         key = (f.client, f.direction, f.api_key, f.api_version, f.variant)
-        kept.setdefault(key, f)
-    return sorted(kept.values(), key=lambda f: (f.client, f.api_key, f.api_version,
-                                                f.direction != "request", f.variant or ""))
+        if key in kept and not (
+                (f.api_key, f.direction) in PREFER_LARGEST and len(f.frame) > len(kept[key].frame)):
+            continue
+        problem = codec.check(f) if codec is not None else None
+        if problem == KafkaPythonCodec.NO_SCHEMA:
+            notes.insert(0, "not cross-checked: " + problem)
+            problem = None
+        if problem is None:
+            f.note = "; ".join(notes) or None
+            kept[key] = f
+            bad.pop(key, None)
+        elif key not in bad:
+            known = KNOWN_MOCK_BUGS.get((f.api_key, f.api_version, f.direction))
+            f.note = "; ".join([problem] + ([known] if known else []) + notes)
+            bad[key] = f
+
+    def order(f: CapturedFrame) -> tuple[Any, ...]:
+        return (f.client, f.api_key, f.api_version, f.direction != "request", f.variant or "")
+
+    return sorted(kept.values(), key=order), sorted(bad.values(), key=order)
 
 
 # --------------------------------------------------------------------------
@@ -527,11 +799,15 @@ class Session:
     loop: LoopThread
     recorder: Recorder
     client: str
-    upstream: tuple[str, int]
+    mock: MockCluster
     results: dict[str, str] = field(default_factory=dict)
 
     def run(self, name: str, scenario: Scenario) -> None:
-        proxy = RecordingProxy(self.loop, self.upstream, self.recorder, self.client, name).start()
+        if crash := self.mock.crashed():
+            self.results[name] = f"skipped: {crash}"
+            return
+        proxy = RecordingProxy(self.loop, self.mock.upstream, self.recorder, self.client,
+                               name).start()
         t0 = time.monotonic()
         try:
             scenario(proxy.bootstrap)
@@ -576,93 +852,139 @@ def _install_cramjam_snappy() -> None:
     kafka.codec.snappy = _Snappy  # type: ignore[attr-defined]
 
 
-def kafka_python_scenarios(session: Session) -> None:
-    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+@contextmanager
+def _kafka_python_mock_workarounds(caps: dict[int, int] | None = None) -> Iterator[None]:
+    """Work around two librdkafka-mock bugs that would stop kafka-python early.
 
-    _install_cramjam_snappy()
-    common: dict[str, Any] = {"request_timeout_ms": 5000, "client_id": "kafka-python-capture"}
+    * kafka-python 3.x opens every connection with ApiVersions v4.  A real
+      broker that only supports v0-v2 answers with an UNSUPPORTED_VERSION error
+      encoded as v0 and kafka-python retries with the advertised max version.
+      The mock instead answers with a malformed frame (see the README), which
+      kafka-python cannot decode, so it never gets past the handshake.  We make
+      kafka-python start the handshake at v2 -- exactly what it would do after
+      a well-formed error response.
+    * The mock advertises JoinGroup v6 and SyncGroup v4 but parses these
+      flexible versions with non-compact arrays and drops the connection
+      ("ProtocolCnt ... > max allowed", "Parse error").  `caps` (api_key ->
+      max version) defaults to JoinGroup v5 and SyncGroup v3.
 
-    def produce(topic: str, **cfg: Any) -> Scenario:
-        def run(bootstrap: str) -> None:
-            p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50, **common, **cfg)
-            try:
-                if cfg.get("transactional_id"):
-                    p.init_transactions()
-                    p.begin_transaction()
-                futures = [p.send(topic, key=b"key-%d" % (i % 5), value=_payload(i, topic),
-                                  headers=HEADERS if p.config["api_version"] >= (0, 11) else None)
-                           for i in range(RECORDS_PER_PRODUCE)]
-                p.flush(10)
-                for fut in futures:
-                    fut.get(timeout=10)
-                if cfg.get("transactional_id"):
-                    p.commit_transaction()
-            finally:
-                p.close(timeout=5)
-        return run
+    Everything else, including version negotiation from the mock's
+    ApiVersions response and all encoding, is kafka-python's own logic.
+    """
+    from kafka.net.connection import KafkaConnection
+    from kafka.protocol.broker_version_data import BrokerVersionData
 
-    for codec in CODECS:
-        session.run(f"produce-{codec}",
-                    produce(f"kp-{codec}", compression_type=None if codec == "none" else codec))
-    session.run("produce-idempotent", produce("kp-idempotent", enable_idempotence=True))
-    session.run("produce-transactional",
-                produce("kp-txn", transactional_id="kp-txn-1", compression_type="gzip"))
-    # Older protocol versions: legacy message sets (magic 0/1).
-    session.run("produce-legacy-0.10", produce("kp-legacy", api_version=(0, 10, 2),
-                                                 compression_type="gzip"))
-    session.run("produce-legacy-0.9", produce("kp-legacy", api_version=(0, 9)))
+    caps = {11: 5, 14: 3} if caps is None else caps
+    orig_init = KafkaConnection.__init__
+    orig_api_version = BrokerVersionData.api_version
 
-    topics = [f"kp-{c}" for c in CODECS] + ["kp-idempotent", "kp-txn"]
+    def patched_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        self._api_versions_idx = min(self._api_versions_idx, 2)
 
-    def consume(group: str, expected: int, **cfg: Any) -> Scenario:
-        def run(bootstrap: str) -> None:
-            c = KafkaConsumer(*topics, bootstrap_servers=bootstrap, group_id=group,
-                              auto_offset_reset="earliest", enable_auto_commit=False,
-                              session_timeout_ms=6000, heartbeat_interval_ms=500,
-                              fetch_max_wait_ms=200, **common, **cfg)
-            try:
-                got = 0
-                deadline = time.monotonic() + 20
-                while got < expected and time.monotonic() < deadline:
-                    got += sum(len(v) for v in c.poll(timeout_ms=500).values())
-                # Keep the group alive a little longer to capture heartbeats.
-                end = time.monotonic() + 1.5
-                while time.monotonic() < end:
-                    c.poll(timeout_ms=200)
+    def patched_api_version(self: Any, operation: Any, min_version: int = 0,
+                            max_version: float = float("inf")) -> int:
+        key = getattr(operation, "API_KEY", getattr(operation, "value", None))
+        if key in caps:
+            max_version = min(max_version, caps[key])
+        return orig_api_version(self, operation, min_version, max_version)
+
+    KafkaConnection.__init__ = patched_init  # type: ignore[method-assign]
+    BrokerVersionData.api_version = patched_api_version  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        KafkaConnection.__init__ = orig_init  # type: ignore[method-assign]
+        BrokerVersionData.api_version = orig_api_version  # type: ignore[method-assign]
+
+
+KP_COMMON: dict[str, Any] = {"request_timeout_ms": 5000, "bootstrap_timeout_ms": 5000,
+                             "client_id": "kafka-python-capture"}
+
+
+def _kp_produce(topic: str, **cfg: Any) -> Scenario:
+    """kafka-python: produce RECORDS_PER_PRODUCE keyed records with headers."""
+    def run(bootstrap: str) -> None:
+        from kafka import KafkaProducer
+
+        p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50, **{**KP_COMMON, **cfg})
+        try:
+            if cfg.get("transactional_id"):
+                p.init_transactions()
+                p.begin_transaction()
+            futures = [p.send(topic, key=b"key-%d" % (i % 5), value=_payload(i, topic),
+                              headers=HEADERS if p.config["api_version"] >= (0, 11) else None)
+                       for i in range(RECORDS_PER_PRODUCE)]
+            p.flush(10)
+            for fut in futures:
+                fut.get(timeout=10)
+            if cfg.get("transactional_id"):
+                p.commit_transaction()
+        finally:
+            p.close(timeout=5)
+    return run
+
+
+def _kp_consume(topics: list[str], group: str, expected: int, poll_seconds: float = 20,
+                **cfg: Any) -> Scenario:
+    """kafka-python: consume `topics` in `group`, commit, look up offsets."""
+    def run(bootstrap: str) -> None:
+        from kafka import KafkaConsumer, TopicPartition
+
+        c = KafkaConsumer(*topics, bootstrap_servers=bootstrap, group_id=group,
+                          auto_offset_reset="earliest", enable_auto_commit=False,
+                          session_timeout_ms=6000, heartbeat_interval_ms=500,
+                          fetch_max_wait_ms=200,
+                          # The mock writes transaction control batches with CRC 0.
+                          check_crcs=False, **{**KP_COMMON, **cfg})
+        try:
+            got = 0
+            deadline = time.monotonic() + poll_seconds
+            while got < expected and time.monotonic() < deadline:
+                got += sum(len(v) for v in c.poll(timeout_ms=500).values())
+            # Keep the group alive a little longer to capture heartbeats.
+            end = time.monotonic() + 1.5
+            while time.monotonic() < end:
+                c.poll(timeout_ms=200)
+            if c.assignment():
                 c.commit()
                 c.committed(TopicPartition(topics[0], 0))
-                c.end_offsets(c.assignment())
+                c.end_offsets(list(c.assignment()))
                 c.offsets_for_times({tp: 0 for tp in c.assignment()})
-                if got < expected:
-                    raise RuntimeError(f"consumed {got}/{expected} records")
-            finally:
-                c.close()
-        return run
+            if got < expected:
+                raise RuntimeError(f"consumed {got}/{expected} records")
+        finally:
+            c.close()
+    return run
 
-    total = RECORDS_PER_PRODUCE * len(topics)
-    session.run("consume-group", consume("kp-group", total))
-    session.run("consume-group-read-committed",
-                consume("kp-group-rc", total, isolation_level="read_committed"))
-    session.run("consume-group-legacy-0.10", consume("kp-group-legacy", total,
-                                                     api_version=(0, 10, 2)))
+
+def kafka_python_scenarios(session: Session) -> None:
+    from kafka import KafkaAdminClient, TopicPartition
+    from kafka.admin import ConfigResource, NewTopic, OffsetSpec
+
+    _install_cramjam_snappy()
+    common = KP_COMMON
+    produce, consume = _kp_produce, _kp_consume
 
     def admin(bootstrap: str) -> None:
         a = KafkaAdminClient(bootstrap_servers=bootstrap, **common)
         errors = []
+        calls: list[tuple[str, Callable[[], Any]]] = [
+            ("api_versions", lambda: a.api_versions()),
+            ("list_topics", lambda: a.list_topics()),
+            ("describe_topics", lambda: a.describe_topics(["kp-none"])),
+            ("describe_cluster", lambda: a.describe_cluster()),
+            ("list_partition_offsets", lambda: a.list_partition_offsets(
+                {TopicPartition("kp-none", 0): OffsetSpec.LATEST})),
+            ("create_topics", lambda: a.create_topics([NewTopic("kp-admin", 2, 1)])),
+            ("list_groups", lambda: a.list_groups()),
+            ("describe_groups", lambda: a.describe_groups(["kp-group"])),
+            ("list_group_offsets", lambda: a.list_group_offsets("kp-group")),
+            ("describe_configs", lambda: a.describe_configs(
+                [ConfigResource("TOPIC", "kp-none")])),
+        ]
         try:
-            for name, call in [
-                ("list_topics", lambda: a.list_topics()),
-                ("describe_topics", lambda: a.describe_topics(["kp-none"])),
-                ("describe_cluster", lambda: a.describe_cluster()),
-                ("create_topics", lambda: a.create_topics(
-                    [__import__("kafka.admin", fromlist=["NewTopic"]).NewTopic("kp-admin", 2, 1)])),
-                ("list_consumer_groups", lambda: a.list_consumer_groups()),
-                ("describe_consumer_groups", lambda: a.describe_consumer_groups(["kp-group"])),
-                ("list_consumer_group_offsets", lambda: a.list_consumer_group_offsets("kp-group")),
-                ("describe_configs", lambda: a.describe_configs([
-                    __import__("kafka.admin", fromlist=["ConfigResource"]).ConfigResource(
-                        "TOPIC", "kp-none")])),
-            ]:
+            for name, call in calls:
                 try:
                     call()
                 except Exception as exc:  # noqa: BLE001
@@ -672,7 +994,53 @@ def kafka_python_scenarios(session: Session) -> None:
         if errors:
             raise RuntimeError("; ".join(errors))
 
-    session.run("admin", admin)
+    # 1. Unpatched, unpinned kafka-python: fails at the ApiVersions handshake
+    #    (captures its ApiVersions v4 request and the mock's malformed reply).
+    session.run("handshake-unpinned", produce("kp-none", bootstrap_timeout_ms=1500))
+
+    # 2. Negotiated versions (highest common versions of kafka-python and mock).
+    with _kafka_python_mock_workarounds():
+        for codec in CODECS:
+            session.run(f"produce-{codec}", produce(
+                f"kp-{codec}", compression_type=None if codec == "none" else codec))
+        # kafka-python 3.x is idempotent by default; also capture the plain producer.
+        session.run("produce-non-idempotent", produce(
+            "kp-plain", enable_idempotence=False, acks=1, compression_type="snappy"))
+        session.run("produce-transactional", produce(
+            "kp-txn", transactional_id="kp-txn-1", compression_type="gzip"))
+        topics = [f"kp-{c}" for c in CODECS] + ["kp-plain", "kp-txn"]
+        total = RECORDS_PER_PRODUCE * len(topics)
+        session.run("consume-group", consume(topics, "kp-group", total))
+        session.run("consume-group-read-committed", consume(
+            topics, "kp-group-rc", total, isolation_level="read_committed"))
+        session.run("admin", admin)
+
+    # 3. Pinned older broker versions: older request versions, and legacy
+    #    message sets (magic 0/1) for Produce < v3 (the mock rejects those).
+    for pin in ((2, 3), (1, 1), (0, 11), (0, 10, 2), (0, 9)):
+        label = ".".join(map(str, pin))
+        session.run(f"produce-pinned-{label}", produce(
+            f"kp-pinned-{label}", api_version=pin,
+            compression_type="gzip" if pin >= (0, 10) else None))
+        session.run(f"consume-pinned-{label}", consume(
+            ["kp-gzip"], f"kp-group-{label}", RECORDS_PER_PRODUCE, api_version=pin))
+
+
+def kafka_python_unparseable_scenarios(session: Session) -> None:
+    """Request versions the mock advertises but cannot parse (it drops the connection).
+
+    Run against a separate mock: a member whose SyncGroup was dropped has been
+    seen to crash the mock later on.
+    """
+    _install_cramjam_snappy()
+    with _kafka_python_mock_workarounds():
+        session.run("produce-for-unparseable", _kp_produce("kp-none"))
+    with _kafka_python_mock_workarounds(caps={}):
+        session.run("consume-joingroup-v6", _kp_consume(
+            ["kp-none"], "kp-group-jg6", 1, poll_seconds=3))
+    with _kafka_python_mock_workarounds(caps={11: 5}):
+        session.run("consume-syncgroup-v4", _kp_consume(
+            ["kp-none"], "kp-group-sg4", 1, poll_seconds=3))
 
 
 # --------------------------------------------------------------------------
@@ -685,12 +1053,6 @@ def confluent_scenarios(session: Session) -> None:
 
     common: dict[str, Any] = {"client.id": "confluent-kafka-capture",
                               "socket.timeout.ms": 5000}
-
-    def _wait(pred: Callable[[], bool], timeout: float, poll: Callable[[], Any]) -> bool:
-        deadline = time.monotonic() + timeout
-        while not pred() and time.monotonic() < deadline:
-            poll()
-        return pred()
 
     def produce(topic: str, **cfg: Any) -> Scenario:
         def run(bootstrap: str) -> None:
@@ -707,8 +1069,9 @@ def confluent_scenarios(session: Session) -> None:
                 p.commit_transaction(10)
                 # A second, aborted transaction (EndTxn with commit=false).
                 p.begin_transaction()
-                for i in range(3):
+                for i in range(ABORTED_RECORDS):
                     p.produce(topic, key=b"aborted", value=_payload(i, "aborted"))
+                p.flush(10)  # make sure the aborted batch reaches the broker
                 p.abort_transaction(10)
             remaining = p.flush(10)
             if remaining or len(delivered) < RECORDS_PER_PRODUCE or any(delivered):
@@ -739,8 +1102,9 @@ def confluent_scenarios(session: Session) -> None:
                         got += 1
                 for _ in range(3):
                     c.poll(0.5)
-                c.commit(asynchronous=False)
                 assignment = c.assignment()
+                if got:
+                    c.commit(asynchronous=False)
                 c.committed(assignment, timeout=5)
                 if assignment:
                     c.get_watermark_offsets(assignment[0], timeout=5)
@@ -752,18 +1116,18 @@ def confluent_scenarios(session: Session) -> None:
                 c.close()
         return run
 
-    # The transactional scenario wrote 3 aborted records which read_uncommitted sees.
-    session.run("consume-group-range", consume("ck-group-range", total + 3,
+    # The transactional scenario wrote aborted records which read_uncommitted sees.
+    session.run("consume-group-range", consume("ck-group-range", total + ABORTED_RECORDS,
                                                **{"partition.assignment.strategy": "range",
                                                   "session.timeout.ms": 6000}))
     session.run("consume-group-cooperative",
-                consume("ck-group-coop", total + 3,
+                consume("ck-group-coop", total + ABORTED_RECORDS,
                         **{"partition.assignment.strategy": "cooperative-sticky",
                            "session.timeout.ms": 6000}))
     session.run("consume-group-read-committed",
                 consume("ck-group-rc", total, **{"isolation.level": "read_committed",
                                                  "session.timeout.ms": 6000}))
-    session.run("consume-group-kip848", consume("ck-group-848", total + 3,
+    session.run("consume-group-kip848", consume("ck-group-848", total + ABORTED_RECORDS,
                                                 **{"group.protocol": "consumer"}))
 
     def transactional_consume_produce(bootstrap: str) -> None:
@@ -792,18 +1156,29 @@ def confluent_scenarios(session: Session) -> None:
     session.run("transactional-consume-produce", transactional_consume_produce)
 
     def share_consumer(bootstrap: str) -> None:
+        """KIP-932 share group: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge."""
         from confluent_kafka import ShareConsumer
 
         sc = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "ck-share", **common})
+        p = Producer({"bootstrap.servers": bootstrap, **common})
         try:
-            sc.subscribe(["ck-none"])
-            deadline = time.monotonic() + 8
-            got = 0
-            while time.monotonic() < deadline and got < RECORDS_PER_PRODUCE:
-                msgs = sc.poll(0.5) if hasattr(sc, "poll") else sc.consume_batch(0.5)
-                got += len(msgs or [])
-            if not got:
-                raise RuntimeError("share consumer received nothing")
+            p.produce("ck-share", value=b"creates the topic")
+            p.flush(5)
+            sc.subscribe(["ck-share"])
+            # Share groups start at the latest offset: produce once the member is in.
+            got, produced = 0, False
+            start = time.monotonic()
+            while time.monotonic() - start < 10 and got < RECORDS_PER_PRODUCE:
+                if not produced and time.monotonic() - start > 2:
+                    for i in range(RECORDS_PER_PRODUCE):
+                        p.produce("ck-share", key=b"key-%d" % i, value=_payload(i, "share"))
+                    p.flush(5)
+                    produced = True
+                got += sum(1 for m in sc.poll(0.5) if m.error() is None)
+            if got:
+                sc.commit_sync()
+            if got < RECORDS_PER_PRODUCE:
+                raise RuntimeError(f"share consumer received {got}/{RECORDS_PER_PRODUCE}")
         finally:
             sc.close()
 
@@ -838,20 +1213,33 @@ def confluent_scenarios(session: Session) -> None:
 # Main
 # --------------------------------------------------------------------------
 
-CLIENTS: dict[str, Callable[[Session], None]] = {
-    "kafka-python": kafka_python_scenarios,
-    "confluent-kafka": confluent_scenarios,
-}
+#: (client, phase); every phase runs against its own, fresh mock cluster.
+PHASES: list[tuple[str, Callable[[Session], None]]] = [
+    ("kafka-python", kafka_python_scenarios),
+    ("kafka-python", kafka_python_unparseable_scenarios),
+    ("confluent-kafka", confluent_scenarios),
+]
 
 
-def write_output(out: Path, frames: list[CapturedFrame], clients: list[str]) -> dict[str, int]:
+NONCONFORMANT_FILE = "nonconformant.jsonl"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "frames"
+
+
+def write_output(out: Path, frames: list[CapturedFrame], nonconformant: list[CapturedFrame],
+                 clients: list[str]) -> dict[str, int]:
     out.mkdir(parents=True, exist_ok=True)
     sizes = {}
-    for client in clients:
-        path = out / f"{client}.jsonl"
-        lines = [json.dumps(f.to_json(), sort_keys=False) for f in frames if f.client == client]
+    files = {f"{client}.jsonl": [json.dumps(f.to_json()) for f in frames if f.client == client]
+             for client in clients}
+    # nonconformant.jsonl is shared: keep the lines of clients not captured this time.
+    path = out / NONCONFORMANT_FILE
+    others = [line for line in (path.read_text().splitlines() if path.exists() else [])
+              if json.loads(line)["client"] not in clients]
+    files[NONCONFORMANT_FILE] = others + [json.dumps(f.to_json()) for f in nonconformant]
+    for name, lines in files.items():
+        path = out / name
         path.write_text("".join(line + "\n" for line in lines))
-        sizes[client] = path.stat().st_size
+        sizes[name] = path.stat().st_size
     return sizes
 
 
@@ -879,13 +1267,17 @@ def _start_watchdog(seconds: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=Path("tests/data/frames"),
-                    help="output directory (default: %(default)s)")
-    ap.add_argument("--clients", nargs="+", choices=list(CLIENTS), default=list(CLIENTS))
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                    help="output directory (default: tests/data/frames)")
+    clients = sorted({c for c, _ in PHASES})
+    ap.add_argument("--clients", nargs="+", choices=clients, default=clients)
     ap.add_argument("--max-seconds", type=float, default=600,
                     help="hard limit for the whole run (default: %(default)s)")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--serve-mock", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.serve_mock:
+        return serve_mock(args.max_seconds)
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     log.setLevel(logging.DEBUG if args.verbose else logging.INFO)
@@ -894,23 +1286,37 @@ def main(argv: list[str] | None = None) -> int:
     recorder = Recorder()
     loop = LoopThread()
     results: dict[str, dict[str, str]] = {}
+    mock_complaints: dict[str, list[str]] = {}
     try:
-        for client in args.clients:
-            with mock_cluster() as upstream:
-                session = Session(loop, recorder, client, upstream)
-                CLIENTS[client](session)
-                results[client] = session.results
+        for client, phase in PHASES:
+            if client not in args.clients:
+                continue
+            with mock_cluster(args.max_seconds) as mock:
+                session = Session(loop, recorder, client, mock)
+                phase(session)
+                results.setdefault(client, {}).update(session.results)
+                mock_complaints.setdefault(client, []).extend(mock.notes)
+                if crash := mock.crashed():
+                    mock_complaints[client].append(crash)
     finally:
         loop.stop()
 
-    frames = select_frames(recorder.snapshot())
-    sizes = write_output(args.out, frames, args.clients)
+    frames, nonconformant = select_frames(recorder.snapshot(), KafkaPythonCodec())
+    sizes = write_output(args.out, frames, nonconformant, args.clients)
     print(summarize(frames))
+    print("\nnot conformant (kept apart in " + NONCONFORMANT_FILE + "):")
+    for f in nonconformant:
+        print(f"  {f.client} {f.direction} {API_NAMES.get(f.api_key, f.api_key)}"
+              f"({f.api_key}) v{f.api_version}: {f.note}")
     for client, res in results.items():
         print(f"\n{client} scenarios:")
         for name, status in res.items():
             print(f"  {name}: {status}")
-    print("\nfiles: " + ", ".join(f"{c}.jsonl={n} bytes" for c, n in sizes.items()))
+        if mock_complaints.get(client):
+            print("  mock log (parse errors etc.):")
+            for line in sorted(set(mock_complaints[client])):
+                print(f"    {line}")
+    print("\nfiles: " + ", ".join(f"{name}={n} bytes" for name, n in sizes.items()))
     return 0
 
 
