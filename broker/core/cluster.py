@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 from broker.config import read_properties
 from broker.core.fetch_sessions import FetchSessionCache
+from broker.core.groups import GroupCoordinator
 from broker.core.log_manager import LogManager
 from broker.core.topics import TopicManager
+from broker.core.transactions import TransactionCoordinator
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -49,6 +51,8 @@ class Cluster:
         self.log_manager = LogManager(data_dir, config.log_config())
         self.topics = TopicManager(self)
         self.fetch_sessions = FetchSessionCache()
+        self.group_coordinator = GroupCoordinator(self)
+        self.transactions = TransactionCoordinator(self)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -60,13 +64,19 @@ class Cluster:
         self.cluster_id = self._load_identity()
         self.log_manager.open()
         self.topics.load()
+        self.group_coordinator.open()
+        self.transactions.open()
 
     def close(self, clean: bool = True) -> None:
+        self.group_coordinator.close()
+        self.transactions.close(clean=clean)
         self.log_manager.close(clean=clean)
 
     def periodic(self, now_ms: int) -> None:
         """Timer work: retention, time-based segment rolls, time-based flushes."""
         self.log_manager.run_periodic(now_ms)
+        self.group_coordinator.periodic(now_ms)
+        self.transactions.periodic(now_ms)
 
     # identity --------------------------------------------------------------------------------
     def _load_identity(self) -> str:

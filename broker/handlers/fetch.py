@@ -7,6 +7,10 @@ returned", KIP-74), so a consumer can never get stuck behind a batch larger than
 When fewer than ``min_bytes`` are available the request waits up to ``max_wait_ms`` and is
 answered as soon as appends to its partitions bring enough bytes. Sessions (KIP-227) are in
 ``broker.core.fetch_sessions``. An empty partition carries empty records, never null.
+With isolation level 1 (read_committed) a partition returns only batches below its last stable
+offset, and lists the aborted transactions (producer id, first offset) overlapping the returned
+range so the client drops their records; a long poll waits until the last stable offset passes
+the fetch position. With read_uncommitted ``aborted_transactions`` is null.
 Not implemented: follower fetching (``replica_id >= 0`` is served like a consumer), preferred
 read replicas (always -1), diverging epochs (one leader epoch only).
 """
@@ -26,7 +30,7 @@ from broker.core.partition import Partition, ReadInfo
 from broker.handlers.registry import RequestContext, handles
 from protocol.errors import ErrorCode
 from protocol.messages import FetchRequest, FetchResponse
-from protocol.messages.fetch_response import FetchableTopicResponse, PartitionData
+from protocol.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, PartitionData
 
 _READ_COMMITTED = 1
 _EMPTY = b""
@@ -102,9 +106,12 @@ async def _wait_then_respond(wanted: list[_Wanted], request: FetchRequest, max_b
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
     arrived = available
+    positions = {id(w.partition): w.fetch_offset for w in wanted if w.partition is not None}
 
     def on_append(partition: Partition, size: int) -> None:
         nonlocal arrived
+        if read_committed and size and partition.last_stable_offset <= positions.get(id(partition), 0):
+            return  # nothing a read_committed fetch may see yet (the data is in an open transaction)
         arrived += size
         if (arrived >= request.min_bytes or size == 0) and not done.done():
             done.set_result(None)
@@ -229,6 +236,13 @@ def _read_all(wanted: list[_Wanted], max_bytes: int, read_committed: bool) -> li
     return results
 
 
+def _aborted(read: ReadInfo | None) -> list[AbortedTransaction]:
+    if read is None or not read.aborted_transactions:
+        return []
+    return [AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
+            for txn in read.aborted_transactions]
+
+
 def _respond(results: list[_Result], version: int, read_committed: bool, session_id: int,
              incremental: bool) -> FetchResponse:
     response = FetchResponse(session_id=session_id)
@@ -258,7 +272,7 @@ def _respond(results: list[_Result], version: int, read_committed: bool, session
             high_watermark=high_watermark,
             last_stable_offset=last_stable,
             log_start_offset=log_start,
-            aborted_transactions=[] if read_committed else None,
+            aborted_transactions=_aborted(read) if read_committed else None,
             records=read.records if read is not None and read.size else _EMPTY,
         ))
     return response

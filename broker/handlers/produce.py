@@ -5,6 +5,15 @@ validates it from its header and CRC and appends it without decoding the records
 gets no response at all; ``acks=1`` and ``acks=-1`` are answered once the batches are in the
 log (this node is the whole ISR), and with ``log.flush.on.ack=true`` an ``acks=-1`` answer waits
 until the written partitions are fsynced. Errors are per partition, as in Kafka.
+
+Idempotent and transactional batches are checked against the partition's producer state (see
+``broker.core.producer_state``): a retried duplicate is answered with its original base offset and
+not written again; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, a fenced epoch
+INVALID_PRODUCER_EPOCH. The first batch of a transaction in a partition is verified with the
+transaction coordinator (KIP-890): a partition not added to the producer's ongoing transaction is
+refused with INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11, as Kafka answers); while the
+transaction's markers are being written the answer is NOT_ENOUGH_REPLICAS, which every client
+retries (Kafka's translation of CONCURRENT_TRANSACTIONS for Produce).
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     response = ProduceResponse()
     now_ms = int(time.time() * 1000)
     written: list[Partition] = []
+    transactions = getattr(context.cluster, "transactions", None)
+    verify = transactions.verify_partition if transactions is not None else None
     for topic_data in request.topic_data:
         topic_response = TopicProduceResponse(name=topic_data.name)
         response.responses.append(topic_response)
@@ -50,6 +61,10 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
             if partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            if partition.topic.internal:
+                result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                result.error_message = f"Cannot append to internal topic {partition.topic.name}"
+                continue
             records = partition_data.records
             if records is None or len(records) == 0:
                 result.error_code = ErrorCode.INVALID_RECORD
@@ -59,9 +74,11 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
                 result.error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
                 continue
             try:
-                appended = partition.append_from_client(records, now_ms)
+                appended = partition.append_from_client(records, now_ms, verify)
             except AppendError as exc:
                 result.error_code = exc.error_code
+                if exc.error_code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
+                    result.error_code = ErrorCode.INVALID_TXN_STATE
                 result.error_message = exc.message
                 result.log_start_offset = partition.log_start_offset
                 continue
