@@ -60,6 +60,17 @@ TIME_INDEX_SUFFIX: Final = ".timeindex"
 INT32_MAX: Final = 2**31 - 1
 _BATCH_LENGTH: Final = struct.Struct(">i")  # at byte 8 of every batch (LOG_OVERHEAD framing)
 _BASE_OFFSET: Final = struct.Struct(">q")  # bytes 0..8 of every batch
+_SPAN: Final = struct.Struct(">qi11xi")  # base offset, batch length, (11 bytes), last offset delta
+
+
+@dataclass(frozen=True, slots=True)
+class _BatchSpan:
+    """Where a stored batch is and which offsets it holds, read from its header alone."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    size: int
 _MIN_BLOCK: Final = 64 * 1024
 _SCAN_BLOCK: Final = 16 * 1024
 _MAX_BLOCK: Final = 8 * 1024 * 1024
@@ -530,40 +541,54 @@ class FileSegment(LogSegment):
         entry = self.offset_index.floor(offset - self.base_offset)
         return 0 if entry is None else entry[1]
 
-    def _batch_at(self, offset: int) -> tuple[int, RecordBatch] | None:
-        """The position and header of the first batch whose last offset is >= ``offset``."""
-        for position, batch in file_batches(self._fd, self._position_for(offset), self.size, _SCAN_BLOCK):
-            if batch.last_offset >= offset:
-                return position, batch
+    def _header_at(self, position: int) -> _BatchSpan | None:
+        """Offsets and size of the batch stored at ``position``, from its first 27 bytes only."""
+        head = os.pread(self._fd, _SPAN.size, position)
+        if len(head) < _SPAN.size:
+            return None
+        base_offset, length, last_offset_delta = _SPAN.unpack(head)
+        size = length + LOG_OVERHEAD
+        if length < 0 or position + size > self.size:
+            return None  # a partial batch at the end
+        return _BatchSpan(position, base_offset, base_offset + last_offset_delta, size)
+
+    def _batch_at(self, offset: int) -> _BatchSpan | None:
+        """The first batch whose last offset is >= ``offset``, walking headers from the closest index
+        entry below it (one small ``pread`` per batch; batch bodies are never read here)."""
+        position = self._position_for(offset)
+        while (span := self._header_at(position)) is not None:
+            if span.last_offset >= offset:
+                return span
+            position += span.size
         return None
 
     def _boundary_at_or_before(self, start: int, cap: int) -> int:
-        """The last batch boundary at or before position ``cap``, scanning forward from ``start`` or from
-        the closest offset index entry below ``cap``, whichever is later (both are batch starts)."""
+        """The last batch boundary at or before position ``cap``, walking headers forward from ``start``
+        or from the closest offset index entry below ``cap``, whichever is later (both are batch starts)."""
         indexed = self.offset_index.floor_position(cap)
         boundary = start if indexed is None or indexed < start else indexed
-        for position, batch in file_batches(self._fd, boundary, cap, cap - boundary):
-            boundary = position + batch.size
+        while (span := self._header_at(boundary)) is not None and boundary + span.size <= cap:
+            boundary += span.size
         return boundary
 
     def read(self, offset: int, max_bytes: int, min_one_batch: bool, upper_bound: int) -> SegmentRead:
-        """Find the byte range with the indexes, parsing only the batches near its two ends, then
-        read it with one ``os.pread``.
+        """Find the byte range with the indexes and the batch headers near its two ends, then read it
+        with one ``os.pread``.
 
         Offsets within a segment are contiguous (each batch's base offset is one past the previous
         batch's last offset), so the next offset after the range is the base offset stored at its end.
         """
-        found = self._batch_at(offset)
-        if found is None:
+        first = self._batch_at(offset)
+        if first is None:
             return SegmentRead()
-        start, first = found
+        start = first.position
         if first.last_offset >= upper_bound:
             return SegmentRead(stopped=True)
         limit_position = self.size
         if upper_bound < self.next_offset:
             limit = self._batch_at(upper_bound)
             if limit is not None:
-                limit_position = limit[0]
+                limit_position = limit.position
         if start + max_bytes >= limit_position:
             end = limit_position
             stopped = limit_position < self.size
