@@ -334,6 +334,14 @@ class Partition:
         )
 
     # reads -----------------------------------------------------------------------------------
+    def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
+        """Kafka's check of the leader epoch a client believes in (-1: the client did not say)."""
+        if current_leader_epoch > self.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        if 0 <= current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.NONE
+
     def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False) -> ReadInfo:
         """Stored batches from ``offset`` (raises the log's OffsetOutOfRange when outside the log)."""
         last_stable = self.last_stable_offset

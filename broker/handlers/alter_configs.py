@@ -20,8 +20,8 @@ memory and are lost at restart (topic overrides are stored with the topic).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.config import ConfigError, ConfigSource
 from broker.core.topics import TopicError
@@ -35,25 +35,36 @@ from protocol.messages.alter_configs_response import AlterConfigsResourceRespons
 if TYPE_CHECKING:
     from broker.core.cluster import Cluster
 
-__all__ = ["alter_broker_configs", "check_config_keys", "dynamic_broker_configs", "handle_alter_configs"]
+__all__ = ["alter_broker_configs", "alter_each_resource", "check_config_keys", "dynamic_broker_configs", "handle_alter_configs"]
 
 
 @handles(api_key=33, min_version=0, max_version=2)
 def handle_alter_configs(context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
-    resource_counts = Counter((resource.resource_type, resource.resource_name) for resource in request.resources)
-    response = AlterConfigsResponse()
-    for resource in request.resources:
-        result = AlterConfigsResourceResponse(error_code=ErrorCode.NONE, error_message=None,
-                                              resource_type=resource.resource_type,
-                                              resource_name=resource.resource_name)
+    return AlterConfigsResponse(responses=alter_each_resource(
+        request.resources, AlterConfigsResourceResponse,
+        lambda resource: _alter(context.cluster, resource, request.validate_only)))
+
+
+_R = TypeVar("_R")
+
+
+def alter_each_resource(resources: Sequence[Any], result_type: Callable[..., _R],
+                        alter: Callable[[Any], None]) -> list[_R]:
+    """One result per resource (AlterConfigs and IncrementalAlterConfigs): a resource named twice is
+    INVALID_REQUEST; otherwise ``alter`` applies it, and a ``ResourceError`` becomes its error."""
+    counts = Counter((resource.resource_type, resource.resource_name) for resource in resources)
+    results = []
+    for resource in resources:
+        result = result_type(error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
+                             resource_name=resource.resource_name)
         try:
-            if resource_counts[(resource.resource_type, resource.resource_name)] > 1:
+            if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise ResourceError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-            _alter(context.cluster, resource, request.validate_only)
+            alter(resource)
         except ResourceError as exc:
-            result.error_code, result.error_message = exc.error_code, exc.message
-        response.responses.append(result)
-    return response
+            result.error_code, result.error_message = exc.error_code, exc.message  # type: ignore[attr-defined]
+        results.append(result)
+    return results
 
 
 def _alter(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool) -> None:

@@ -217,11 +217,9 @@ def _read_all(wanted: list[_Wanted], max_bytes: int, read_committed: bool) -> li
         if partition is None:
             results.append(_Result(item, item.error, None))
             continue
-        if item.current_leader_epoch > partition.leader_epoch:
-            results.append(_Result(item, ErrorCode.UNKNOWN_LEADER_EPOCH, None))
-            continue
-        if 0 <= item.current_leader_epoch < partition.leader_epoch:
-            results.append(_Result(item, ErrorCode.FENCED_LEADER_EPOCH, None))
+        epoch_error = partition.check_leader_epoch(item.current_leader_epoch)
+        if epoch_error:
+            results.append(_Result(item, epoch_error, None))
             continue
         try:
             read = partition.read(item.fetch_offset, min(item.partition_max_bytes, remaining),

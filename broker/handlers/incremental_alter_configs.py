@@ -18,13 +18,17 @@ Not implemented: GROUP and CLIENT_METRICS resources (INVALID_REQUEST) and alter-
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from broker.config import BROKER_KEYS, TOPIC_KEYS, ConfigError, ConfigType
 from broker.core.topics import TopicError
-from broker.handlers.alter_configs import alter_broker_configs, check_config_keys, dynamic_broker_configs
+from broker.handlers.alter_configs import (
+    alter_broker_configs,
+    alter_each_resource,
+    check_config_keys,
+    dynamic_broker_configs,
+)
 from broker.handlers.describe_configs import (
     LOG4J_LEVELS,
     ROOT_LOGGER,
@@ -61,20 +65,9 @@ _OPERATIONS = frozenset(int(operation) for operation in OpType)
 def handle_incremental_alter_configs(
     context: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
-    resource_counts = Counter((resource.resource_type, resource.resource_name) for resource in request.resources)
-    response = IncrementalAlterConfigsResponse()
-    for resource in request.resources:
-        result = AlterConfigsResourceResponse(error_code=ErrorCode.NONE, error_message=None,
-                                              resource_type=resource.resource_type,
-                                              resource_name=resource.resource_name)
-        try:
-            if resource_counts[(resource.resource_type, resource.resource_name)] > 1:
-                raise ResourceError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-            _alter(context.cluster, resource, request.validate_only)
-        except ResourceError as exc:
-            result.error_code, result.error_message = exc.error_code, exc.message
-        response.responses.append(result)
-    return response
+    return IncrementalAlterConfigsResponse(responses=alter_each_resource(
+        request.resources, AlterConfigsResourceResponse,
+        lambda resource: _alter(context.cluster, resource, request.validate_only)))
 
 
 def _alter(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool) -> None:

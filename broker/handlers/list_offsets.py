@@ -38,12 +38,8 @@ def handle_list_offsets(context: RequestContext, request: ListOffsetsRequest) ->
             if partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            current_epoch = partition_request.current_leader_epoch
-            if current_epoch > partition.leader_epoch:
-                result.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
-                continue
-            if 0 <= current_epoch < partition.leader_epoch:
-                result.error_code = ErrorCode.FENCED_LEADER_EPOCH
+            result.error_code = partition.check_leader_epoch(partition_request.current_leader_epoch)
+            if result.error_code:
                 continue
             timestamp = partition_request.timestamp
             found: tuple[int, int] | None

@@ -32,12 +32,8 @@ def handle_offset_for_leader_epoch(context: RequestContext,
             if partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            current_epoch = partition_request.current_leader_epoch
-            if current_epoch > partition.leader_epoch:
-                result.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
-                continue
-            if 0 <= current_epoch < partition.leader_epoch:
-                result.error_code = ErrorCode.FENCED_LEADER_EPOCH
+            result.error_code = partition.check_leader_epoch(partition_request.current_leader_epoch)
+            if result.error_code:
                 continue
             if partition_request.leader_epoch == partition.leader_epoch:
                 result.leader_epoch = partition.leader_epoch
