@@ -1,8 +1,15 @@
-"""The network glue: one ``KafkaConnection`` per client socket (``data_received -> parse -> dispatch``).
+"""The network glue: one ``KafkaConnection`` per client socket (``buffer_updated -> parse -> dispatch``).
 
-Framing: an int32 size (checked against ``socket.request.max.bytes`` before anything is buffered),
-then the frame. A frame that arrives whole in one read is a slice of that read (no copy); a frame
-split across reads is filled into one buffer of exactly its size.
+Framing: an int32 size (checked against ``socket.request.max.bytes`` before anything is allocated),
+then the frame. The connection is an ``asyncio.BufferedProtocol``: the loop receives straight into
+the buffer ``get_buffer`` returns (no ``bytes`` per read). Between frames that is a per-connection
+scratch of ``SCRATCH_BYTES``. A frame complete in the scratch is copied out, and the copy dispatched:
+handlers keep their request (async ones) or views of it (Produce records, until the append) after the
+call, and the next read overwrites the scratch; copying a small frame costs less than a fresh scratch
+per read, and a 100-byte request never pins a whole scratch. A frame not complete in the scratch gets
+a bytearray of exactly its size: the part already read is copied in, the rest is received straight
+into it, and it is dispatched as is. So each byte is copied at most once after the kernel, and most of
+a large Produce never. A size prefix split across reads stays at the front of the scratch.
 
 Dispatch: decode the header, find the handler in the registry, decode the body, call the handler
 with a ``RequestContext``. It answers with a response, None (no response: Produce acks=0) or an
@@ -38,11 +45,12 @@ from protocol.exceptions import ProtocolError
 from protocol.framing import API_VERSIONS_KEY, encode_response, parse_request
 from protocol.message import Message
 
-__all__ = ["KafkaConnection", "MAX_IN_FLIGHT"]
+__all__ = ["KafkaConnection", "MAX_IN_FLIGHT", "SCRATCH_BYTES"]
 
 log = logging.getLogger("kafkalite.net")
 
 MAX_IN_FLIGHT = 100  # pending responses on one connection before reading pauses
+SCRATCH_BYTES = 64 * 1024  # per connection: what one read between frames may take
 _SIZE = struct.Struct(">i")
 _connection_ids = itertools.count(1)
 
@@ -59,7 +67,7 @@ class _Slot:
         self.task: asyncio.Future[Any] | None = None
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: framing, dispatch, ordered responses, back-pressure, idle timeout."""
 
     def __init__(
@@ -79,7 +87,9 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = "?"
         self.transport: asyncio.Transport | None = None
         self._pending: deque[_Slot] = deque()
-        self._size_bytes = bytearray()  # a size prefix split across reads
+        self._scratch = bytearray(SCRATCH_BYTES)  # reads between frames land here...
+        self._scratch_view = memoryview(self._scratch)
+        self._kept = 0  # ...after the bytes of a split size prefix kept at its front
         self._body: bytearray | None = None  # a frame split across reads, and how much of it is in
         self._filled = 0
         self._closed = self._eof = self._draining = False
@@ -89,7 +99,7 @@ class KafkaConnection(asyncio.Protocol):
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_activity = clock()
 
-    # asyncio.Protocol ------------------------------------------------------------------------
+    # asyncio.BufferedProtocol --------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
@@ -100,45 +110,49 @@ class KafkaConnection(asyncio.Protocol):
         if self._idle_ms > 0:
             self._idle_timer = asyncio.get_running_loop().call_later(self._idle_ms / 1000, self._on_idle_timer)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """Where the next read goes: the rest of a split frame's own buffer, else the scratch."""
+        if self._body is not None:
+            return memoryview(self._body)[self._filled:]
+        return self._scratch_view[self._kept:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._closed:
+            return
         self._last_activity = self._clock()
         self._corked = []  # responses ready during this read go out in one writelines
         try:
-            self._read_frames(data)
+            if self._body is None:
+                self._read_frames(self._kept + nbytes)
+            else:
+                self._filled += nbytes
+                if self._filled == len(self._body):
+                    body, self._body = self._body, None
+                    self._dispatch(body)
         finally:
             self._uncork()
 
-    def _read_frames(self, data: bytes) -> None:
-        view = memoryview(data)
-        position, end = 0, len(view)
-        while position < end and not self._closed:
-            if self._body is None:
-                if not self._size_bytes and end - position >= 4:
-                    size = _SIZE.unpack_from(view, position)[0]
-                    position += 4
-                else:
-                    take = min(4 - len(self._size_bytes), end - position)
-                    self._size_bytes += view[position:position + take]
-                    position += take
-                    if len(self._size_bytes) < 4:
-                        return
-                    size = _SIZE.unpack(self._size_bytes)[0]
-                    self._size_bytes.clear()
-                if not 0 <= size <= self._max_request_bytes:
-                    return self._violation(f"sent a request of {size} bytes (socket.request.max.bytes is "
-                                           f"{self._max_request_bytes})")
-                if end - position >= size:
-                    self._dispatch(view[position:position + size])
-                    position += size
-                    continue
-                self._body, self._filled = bytearray(size), 0
-            take = min(len(self._body) - self._filled, end - position)
-            self._body[self._filled:self._filled + take] = view[position:position + take]
-            self._filled += take
-            position += take
-            if self._filled == len(self._body):
-                body, self._body = self._body, None
-                self._dispatch(body)
+    def _read_frames(self, end: int) -> None:
+        """Dispatch the frames in ``scratch[:end]``; give a partial frame its own buffer."""
+        scratch, position = self._scratch, 0
+        while end - position >= 4:
+            size = _SIZE.unpack_from(scratch, position)[0]
+            if not 0 <= size <= self._max_request_bytes:
+                return self._violation(f"sent a request of {size} bytes (socket.request.max.bytes is "
+                                       f"{self._max_request_bytes})")
+            position += 4
+            if end - position < size:
+                self._body, self._filled = bytearray(size), end - position
+                self._body[:self._filled] = self._scratch_view[position:end]
+                position = end
+            else:
+                self._dispatch(scratch[position:position + size])  # a copy: see the module docstring
+                position += size
+                if self._closed:
+                    return
+        self._kept = end - position
+        if position and self._kept:  # a split size prefix (at most 3 bytes) moves to the front
+            scratch[:self._kept] = scratch[position:end]
 
     def eof_received(self) -> bool:
         """Half-close from the client: send what is pending, then close."""

@@ -1,4 +1,7 @@
-"""KafkaConnection driven without sockets: a fake transport, fake handlers, an injected clock."""
+"""KafkaConnection driven without sockets: a fake transport, fake handlers, an injected clock.
+
+Bytes arrive the way the event loop delivers them to a ``BufferedProtocol``: written into the buffer
+``get_buffer`` returns, then ``buffer_updated`` (see ``feed``)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import pytest
 
 from broker.handlers.api_versions import api_versions_response
 from broker.handlers.registry import ApiHandler, RequestContext
-from broker.net import KafkaConnection
+from broker.net import SCRATCH_BYTES, KafkaConnection
 from protocol.errors import ErrorCode
 from protocol.framing import encode_request, parse_response_header
 from protocol.message import Message
@@ -27,6 +30,7 @@ from protocol.messages import (
     MetadataResponse,
     ProduceRequest,
 )
+from protocol.messages.produce_request import PartitionProduceData, TopicProduceData
 
 MAX_REQUEST_BYTES = 1024
 IDLE_MS = 10_000
@@ -83,17 +87,19 @@ class FakeTransport(asyncio.Transport):
 
 class Handlers:
     """A small registry: ApiVersions, Metadata answered when the test says so, Heartbeat at once,
-    Produce without a response (acks=0)."""
+    Produce without a response (acks=0) that keeps the records views it was given (as the real one
+    does until the append)."""
 
     def __init__(self) -> None:
         self.gates: dict[int, asyncio.Future[None]] = {}  # correlation id -> released when set
         self.seen: list[int] = []
         self.cancelled: list[int] = []
+        self.records: list[memoryview] = []
         self.table: dict[int, ApiHandler] = {
             18: self._handler(18, 0, 4, lambda context, request: api_versions_response(self.table)),
             3: self._handler(3, 0, 4, self._metadata),
             12: self._handler(12, 0, 4, self._heartbeat),
-            0: self._handler(0, 3, 9, lambda context, request: None),
+            0: self._handler(0, 3, 9, self._produce),
         }
 
     @staticmethod
@@ -122,18 +128,37 @@ class Handlers:
             raise RuntimeError("heartbeat handler failed")
         return HeartbeatResponse()
 
+    def _produce(self, context: RequestContext, request: ProduceRequest) -> None:
+        for topic in request.topic_data:
+            self.records += [partition.records for partition in topic.partition_data]
+
     def release(self, correlation_id: int, value: Any = None) -> None:
         self.gates[correlation_id].set_result(value)
 
 
 def connect(handlers: Handlers, clock: Callable[[], float] | None = None, port: int = 50000,
+            max_request_bytes: int = MAX_REQUEST_BYTES,
             **options: Any) -> tuple[KafkaConnection, FakeTransport]:
     extra = {"clock": clock} if clock is not None else {}
-    connection = KafkaConnection(object(), max_request_bytes=MAX_REQUEST_BYTES, idle_ms=IDLE_MS,
+    connection = KafkaConnection(object(), max_request_bytes=max_request_bytes, idle_ms=IDLE_MS,
                                  handlers=handlers.table, **extra, **options)
     transport = FakeTransport(port)
     connection.connection_made(transport)
     return connection, transport
+
+
+def feed(connection: KafkaConnection, data: bytes, chunk: int | None = None) -> None:
+    """Deliver ``data`` as the loop does: each read fills (part of) the buffer from ``get_buffer``
+    (at most ``chunk`` bytes), then ``buffer_updated``. The buffer is still held during the call,
+    as uvloop does."""
+    position = 0
+    while position < len(data):
+        buffer = connection.get_buffer(-1)
+        take = min(len(buffer), len(data) - position, chunk or len(data))
+        assert take > 0, "get_buffer returned an empty buffer"
+        buffer[:take] = data[position:position + take]
+        position += take
+        connection.buffer_updated(take)
 
 
 def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -158,6 +183,13 @@ def produce_acks0(correlation_id: int) -> bytes:
     return encode_request(ProduceRequest(acks=0, timeout_ms=1000, topic_data=[]), 7, correlation_id, "test")
 
 
+def produce_records(correlation_id: int, records: bytes) -> bytes:
+    """An acks=0 Produce v7 carrying ``records`` (opaque to the connection) for one partition."""
+    topic = TopicProduceData(name="t", partition_data=[PartitionProduceData(index=0, records=records)])
+    request = ProduceRequest(acks=0, timeout_ms=1000, topic_data=[topic])
+    return encode_request(request, 7, correlation_id, "test")
+
+
 def api_versions(correlation_id: int, version: int = 3) -> bytes:
     request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
     return encode_request(request, version, correlation_id, "test")
@@ -176,7 +208,7 @@ def test_pipelined_responses_leave_in_request_order() -> None:
     async def scenario() -> None:
         handlers = Handlers()
         connection, transport = connect(handlers)
-        connection.data_received(metadata(1) + heartbeat(2) + heartbeat(3))
+        feed(connection, metadata(1) + heartbeat(2) + heartbeat(3))
         await settle()
         assert handlers.seen == [2, 3]  # the later requests were handled...
         assert transport.written == b""  # ...but wait for the first answer
@@ -192,7 +224,7 @@ def test_a_request_without_response_keeps_its_place() -> None:
     async def scenario() -> None:
         handlers = Handlers()
         connection, transport = connect(handlers)
-        connection.data_received(metadata(1) + produce_acks0(2) + metadata(3) + heartbeat(4))
+        feed(connection, metadata(1) + produce_acks0(2) + metadata(3) + heartbeat(4))
         handlers.release(3)
         await settle()
         assert transport.written == b""
@@ -204,19 +236,21 @@ def test_a_request_without_response_keeps_its_place() -> None:
 
 
 # framing ----------------------------------------------------------------------------------------
-def test_frames_split_across_reads_and_many_frames_in_one_read() -> None:
+def test_frames_split_at_every_position_and_many_frames_in_one_read() -> None:
     async def scenario() -> None:
         handlers = Handlers()
         connection, transport = connect(handlers)
         stream = heartbeat(1) + api_versions(2) + heartbeat(3) + api_versions(4, version=0)
-        for index in range(len(stream)):  # one byte at a time: size prefixes split too
-            connection.data_received(stream[index:index + 1])
-        connection.data_received(stream)  # all four in one read
-        middle = len(stream) // 2 + 1
-        connection.data_received(stream[:middle])  # and a split in the middle of a frame
-        connection.data_received(stream[middle:])
+        rounds = 0
+        for split in range(len(stream) + 1):  # two reads, split at every position (size prefixes too)
+            feed(connection, stream[:split])
+            feed(connection, stream[split:])
+            rounds += 1
+        for chunk in range(1, len(stream) + 1):  # reads of every size: one byte ... all four frames
+            feed(connection, stream, chunk)
+            rounds += 1
         await settle()
-        assert transport.correlation_ids() == [1, 2, 3, 4] * 3
+        assert transport.correlation_ids() == [1, 2, 3, 4] * rounds
         assert not transport.closed
         frame = transport.frames()[1]
         response = ApiVersionsResponse.decode_from(parse_response_header(frame, 18, 3), 3)
@@ -226,13 +260,56 @@ def test_frames_split_across_reads_and_many_frames_in_one_read() -> None:
     run(scenario)
 
 
-def test_oversized_request_closes_before_the_body_is_buffered(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("chunk", [None, 1000, 4093, SCRATCH_BYTES - 1, SCRATCH_BYTES + 1])
+def test_a_frame_larger_than_the_scratch_is_received_into_its_own_buffer(chunk: int | None) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, transport = connect(handlers, max_request_bytes=4 * SCRATCH_BYTES)
+        records = bytes(range(256)) * (2 * SCRATCH_BYTES // 256 + 3)
+        big = produce_records(2, records)
+        stream = heartbeat(1) + big + heartbeat(3) + big + heartbeat(4)
+        head = len(heartbeat(1)) + 100
+        feed(connection, stream[:head], chunk)  # a heartbeat and the start of the Produce
+        assert len(connection.get_buffer(-1)) == len(big) - 100  # the rest goes straight into its buffer
+        feed(connection, stream[head:], chunk)
+        await settle()
+        assert transport.correlation_ids() == [1, 3, 4] and not transport.closed
+        assert [bytes(kept) for kept in handlers.records] == [records, records]
+
+    run(scenario)
+
+
+def test_dispatched_frames_stay_valid_after_later_reads() -> None:
+    """Handlers may keep views of their request (Produce records until the append) after the call;
+    the reads that follow must not overwrite them."""
+
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, _ = connect(handlers, max_request_bytes=4 * SCRATCH_BYTES)
+        payloads = [bytes([index]) * (100 + index) for index in range(50)]
+        payloads += [bytes([index]) * (SCRATCH_BYTES + index) for index in range(3)]  # own buffers too
+        for chunk in (None, 7):
+            handlers.records.clear()
+            for correlation_id, payload in enumerate(payloads):
+                feed(connection, produce_records(correlation_id, payload), chunk)
+            stream = b"".join(produce_records(index, payload) for index, payload in enumerate(payloads))
+            feed(connection, stream, chunk)  # several frames per read
+            feed(connection, b"\x7f" * 4096)  # garbage over the scratch (it closes the connection)
+            assert [bytes(kept) for kept in handlers.records] == payloads * 2
+            connection, _ = connect(handlers, max_request_bytes=4 * SCRATCH_BYTES)
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+def test_oversized_request_closes_before_the_body_is_buffered(caplog: pytest.LogCaptureFixture,
+                                                              chunk: int | None) -> None:
     async def scenario() -> None:
         connection, transport = connect(Handlers())
-        connection.data_received(struct.pack(">i", 2**31 - 1))  # only the size: no body has arrived
+        feed(connection, struct.pack(">i", 2**31 - 1), chunk)  # only the size: no body has arrived
         assert transport.closed
         assert connection._body is None  # nothing was allocated for it
-        connection.data_received(b"\x00" * 100)  # anything after the close is ignored
+        feed(connection, b"\x00" * 100)  # anything after the close is ignored
         assert transport.written == b""
 
     with caplog.at_level(logging.WARNING, logger="kafkalite.net"):
@@ -245,10 +322,10 @@ def test_oversized_request_closes_before_the_body_is_buffered(caplog: pytest.Log
 def test_size_just_above_the_limit_closes_and_at_the_limit_is_read() -> None:
     async def scenario() -> None:
         connection, transport = connect(Handlers())
-        connection.data_received(struct.pack(">i", MAX_REQUEST_BYTES + 1))
+        feed(connection, struct.pack(">i", MAX_REQUEST_BYTES + 1))
         assert transport.closed
         connection, transport = connect(Handlers())
-        connection.data_received(struct.pack(">i", MAX_REQUEST_BYTES) + b"\x00" * 10)
+        feed(connection, struct.pack(">i", MAX_REQUEST_BYTES) + b"\x00" * 10)
         assert not transport.closed  # waiting for the rest of the body
 
     run(scenario)
@@ -257,7 +334,7 @@ def test_size_just_above_the_limit_closes_and_at_the_limit_is_read() -> None:
 def test_negative_size_closes() -> None:
     async def scenario() -> None:
         connection, transport = connect(Handlers())
-        connection.data_received(struct.pack(">i", -1) + b"\x00" * 8)
+        feed(connection, struct.pack(">i", -1) + b"\x00" * 8)
         assert transport.closed and transport.written == b""
 
     run(scenario)
@@ -275,7 +352,7 @@ def test_negative_size_closes() -> None:
 def test_garbage_closes(garbage: bytes) -> None:
     async def scenario() -> None:
         connection, transport = connect(Handlers())
-        connection.data_received(garbage)
+        feed(connection, garbage)
         assert transport.closed and transport.written == b""
 
     run(scenario)
@@ -288,7 +365,7 @@ def test_malformed_body_closes(caplog: pytest.LogCaptureFixture) -> None:
         frame = bytearray(heartbeat(1))
         del frame[-6:]  # cut the member id short
         frame[0:4] = struct.pack(">i", len(frame) - 4)
-        connection.data_received(bytes(frame))
+        feed(connection, bytes(frame))
         assert transport.closed and handlers.seen == []
 
     with caplog.at_level(logging.WARNING, logger="kafkalite.net"):
@@ -301,7 +378,7 @@ def test_unknown_api_key_closes(caplog: pytest.LogCaptureFixture) -> None:
     async def scenario() -> None:
         connection, transport = connect(Handlers())
         fetch_like = encode_request(REQUESTS[1](), 4, 9, "test")  # Fetch: not in this registry
-        connection.data_received(heartbeat(1) + fetch_like + heartbeat(2))
+        feed(connection, heartbeat(1) + fetch_like + heartbeat(2))
         await settle()
         assert transport.closed
         assert transport.correlation_ids() == [1]  # answered before the bad request, nothing after
@@ -315,7 +392,7 @@ def test_unsupported_api_versions_version_gets_a_v0_error_with_the_key_list() ->
     async def scenario() -> None:
         handlers = Handlers()
         connection, transport = connect(handlers)
-        connection.data_received(raw_api_versions_v5(77))
+        feed(connection, raw_api_versions_v5(77))
         await settle()
         assert not transport.closed
         (frame,) = transport.frames()
@@ -324,7 +401,7 @@ def test_unsupported_api_versions_version_gets_a_v0_error_with_the_key_list() ->
         assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert [(key.api_key, key.min_version, key.max_version) for key in response.api_keys] == [
             (0, 3, 9), (3, 0, 4), (12, 0, 4), (18, 0, 4)]
-        connection.data_received(api_versions(78, version=3))  # the client retries lower
+        feed(connection, api_versions(78, version=3))  # the client retries lower
         await settle()
         assert transport.correlation_ids() == [77, 78]
 
@@ -334,7 +411,7 @@ def test_unsupported_api_versions_version_gets_a_v0_error_with_the_key_list() ->
 def test_unsupported_version_of_another_api_closes(caplog: pytest.LogCaptureFixture) -> None:
     async def scenario() -> None:
         connection, transport = connect(Handlers())
-        connection.data_received(encode_request(MetadataRequest(topics=[]), 5, 1, "test"))
+        feed(connection, encode_request(MetadataRequest(topics=[]), 5, 1, "test"))
         assert transport.closed and transport.written == b""
 
     with caplog.at_level(logging.WARNING, logger="kafkalite.net"):
@@ -348,8 +425,8 @@ def test_handler_exception_closes_only_that_connection(caplog: pytest.LogCapture
         handlers = Handlers()
         bad, bad_transport = connect(handlers, port=1)
         good, good_transport = connect(handlers, port=2)
-        bad.data_received(heartbeat(1, group_id="explode"))
-        good.data_received(heartbeat(2))
+        feed(bad, heartbeat(1, group_id="explode"))
+        feed(good, heartbeat(2))
         await settle()
         assert bad_transport.closed and bad_transport.written == b""
         assert not good_transport.closed and good_transport.correlation_ids() == [2]
@@ -364,7 +441,7 @@ def test_awaitable_handler_exception_closes_the_connection(caplog: pytest.LogCap
     async def scenario() -> None:
         handlers = Handlers()
         connection, transport = connect(handlers)
-        connection.data_received(metadata(1) + heartbeat(2))
+        feed(connection, metadata(1) + heartbeat(2))
         handlers.release(1, "fail")
         await settle()
         assert transport.closed and transport.written == b""
@@ -380,7 +457,7 @@ def test_connection_lost_cancels_pending_handlers() -> None:
         connections: set[KafkaConnection] = set()
         connection, _ = connect(handlers, connections=connections)
         assert connections == {connection}
-        connection.data_received(metadata(1) + metadata(2))
+        feed(connection, metadata(1) + metadata(2))
         await settle()
         connection.connection_lost(None)
         await settle()
@@ -395,9 +472,9 @@ def test_reading_pauses_with_too_many_requests_in_flight() -> None:
     async def scenario() -> None:
         handlers = Handlers()
         connection, transport = connect(handlers, max_in_flight=2)
-        connection.data_received(metadata(1))
+        feed(connection, metadata(1))
         assert transport.reading
-        connection.data_received(metadata(2))
+        feed(connection, metadata(2))
         assert not transport.reading
         handlers.release(1)
         await settle()
@@ -411,7 +488,7 @@ def test_reading_pauses_while_the_write_buffer_is_full() -> None:
         connection, transport = connect(Handlers())
         connection.pause_writing()
         assert not transport.reading
-        connection.data_received(heartbeat(1))  # what was already read is still answered
+        feed(connection, heartbeat(1))  # what was already read is still answered
         assert transport.correlation_ids() == [1]
         connection.resume_writing()
         assert transport.reading
@@ -423,7 +500,7 @@ def test_drain_stops_reading_and_completes_when_responses_are_out() -> None:
     async def scenario() -> None:
         handlers = Handlers()
         connection, transport = connect(handlers)
-        connection.data_received(metadata(1))
+        feed(connection, metadata(1))
         drained = connection.drain()
         assert not transport.reading and not drained.done()
         handlers.release(1)
@@ -437,7 +514,7 @@ def test_half_close_sends_pending_responses_then_closes() -> None:
     async def scenario() -> None:
         handlers = Handlers()
         connection, transport = connect(handlers)
-        connection.data_received(metadata(1))
+        feed(connection, metadata(1))
         assert connection.eof_received() is True  # keep the transport open for the answer
         handlers.release(1)
         await settle()
@@ -453,7 +530,7 @@ def test_idle_connection_closes_after_connections_max_idle_ms() -> None:
         connection, transport = connect(Handlers(), clock=lambda: now[0])
         now[0] += 4.0
         assert connection.check_idle() == pytest.approx(6.0)  # seconds until the next check
-        connection.data_received(heartbeat(1))  # activity resets the idle time
+        feed(connection, heartbeat(1))  # activity resets the idle time
         now[0] += 9.0
         assert connection.check_idle() == pytest.approx(1.0) and not transport.closed
         now[0] += 1.0
@@ -468,7 +545,7 @@ def test_a_connection_waiting_for_a_response_is_not_idle() -> None:
         now = [0.0]
         handlers = Handlers()
         connection, transport = connect(handlers, clock=lambda: now[0])
-        connection.data_received(metadata(1))
+        feed(connection, metadata(1))
         now[0] += 60.0
         assert connection.check_idle() is not None and not transport.closed
 
