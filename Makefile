@@ -34,8 +34,14 @@ run: venv compile
 codegen-check: venv-test
 	$(PY) -m protocol.codegen --check
 
+# kafkajs for the Node compatibility tests, from the pinned lockfile (npm ci rewrites
+# node_modules/.package-lock.json, so this reruns only when the lockfile changes).
+KAFKAJS_DIR := tests/integration/kafkajs
+$(KAFKAJS_DIR)/node_modules/.package-lock.json: $(KAFKAJS_DIR)/package-lock.json
+	npm ci --prefix $(KAFKAJS_DIR) --no-audit --no-fund
+
 # pytest exits 5 when it collected no tests: that is a failure here.
-test: venv-test codegen-check compile
+test: venv-test codegen-check compile $(KAFKAJS_DIR)/node_modules/.package-lock.json
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
