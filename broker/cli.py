@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from broker.config import BrokerConfig, ConfigError, Listener, parse_listener
+from broker.listen import bind_listeners
 
 __all__ = ["build_config", "main"]
 
@@ -94,6 +95,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"kafkalite: {exc}", file=sys.stderr)
         return 2
+    # Bind first: clients can connect while the rest of the broker loads and recovers.
+    try:
+        sockets = bind_listeners(config.listeners())
+    except OSError as exc:
+        logging.getLogger("kafkalite.server").error("cannot start: %s", exc)
+        return 1
     from broker.server import run
 
-    return run(config)
+    return run(config, sockets)

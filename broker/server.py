@@ -14,11 +14,13 @@ import asyncio
 import gc
 import logging
 import signal
+import socket
 import time
 from typing import TYPE_CHECKING
 
 import broker.handlers  # noqa: F401  (importing the package registers every handler)
 from broker.config import BrokerConfig, ConfigError, Listener
+from broker.listen import bind_listeners
 from broker.net import KafkaConnection
 
 if TYPE_CHECKING:
@@ -35,8 +37,9 @@ STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
 class BrokerServer:
     """One broker: its cluster state, its listening sockets and its client connections."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) -> None:
         self.config = config
+        self._sockets = sockets  # already bound by the caller, one list per listener
         self.cluster: Cluster | None = None
         self.bound: list[Listener] = []  # the listeners with the ports actually bound
         self.connections: set[KafkaConnection] = set()
@@ -58,11 +61,12 @@ class BrokerServer:
         self.cluster = cluster
         loop = asyncio.get_running_loop()
         try:
-            for listener in listeners:
-                server = await loop.create_server(self._new_connection, host=listener.host or None,
-                                                  port=listener.port, reuse_address=True)
-                self._servers.append(server)
-                sockname = server.sockets[0].getsockname()
+            bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
+            self._sockets = None
+            for listener, sockets in zip(listeners, bound_sockets):
+                for sock in sockets:
+                    self._servers.append(await loop.create_server(self._new_connection, sock=sock))
+                sockname = sockets[0].getsockname()
                 self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
         except BaseException:
             for server in self._servers:
@@ -125,15 +129,18 @@ class BrokerServer:
         log.info("stopped")
 
 
-def run(config: BrokerConfig) -> int:
-    """Serve until SIGTERM or SIGINT, then stop cleanly. Returns the process exit status."""
+def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) -> int:
+    """Serve until SIGTERM or SIGINT, then stop cleanly. Returns the process exit status.
+
+    ``sockets``: listening sockets bound before this module was imported (see ``broker.listen``).
+    """
 
     async def serve() -> int:
         loop = asyncio.get_running_loop()
         stop_requested = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop_requested.set)
-        server = BrokerServer(config)
+        server = BrokerServer(config, sockets)
         try:
             await server.start()
         except (OSError, ConfigError) as exc:
