@@ -14,15 +14,19 @@ $(PY):
 
 # The stamps are refreshed whenever pyproject.toml changes.
 # Byte-compiling up front keeps the broker's start fast even where PYTHONDONTWRITEBYTECODE is set.
+# editable_mode=compat installs a plain path entry instead of an import hook that every Python
+# start would load (~15 ms of the broker's start-up).
+EDITABLE := --config-settings editable_mode=compat
+
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet $(EDITABLE) -e .
 	touch $@
 
 compile: venv
 	@PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q protocol broker client >/dev/null
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet $(EDITABLE) -e '.[test]'
 	touch $(VENV)/.installed $@
 
 venv: $(VENV)/.installed

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Final
 
-from crc32c import crc32c
+from protocol._crc32c import crc32c
 
 from protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress
 from protocol.exceptions import CorruptRecordError

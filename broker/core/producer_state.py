@@ -57,7 +57,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from crc32c import crc32c
+from protocol._crc32c import crc32c
 
 from broker.core.txn_index import AbortedTransactionIndex, AbortedTxn
 from protocol.errors import ErrorCode

@@ -1,0 +1,45 @@
+"""CRC-32C (Castagnoli), from the ``crc32c`` package's hardware-accelerated extension.
+
+The package's ``__init__`` asks ``importlib.metadata`` for its own version, which costs the
+broker ~25 ms of start-up (it pulls in ``email`` and more). The function itself lives in the
+extension module ``crc32c._crc32c``; this loads that module directly when it can, and falls back
+to the ordinary import otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["crc32c"]
+
+
+def _load() -> Callable[..., int]:
+    try:
+        package = importlib.util.find_spec("crc32c")  # locates the package without running it
+        locations = list(package.submodule_search_locations or []) if package else []
+        for directory in locations:
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                path = Path(directory) / f"_crc32c{suffix}"
+                if path.exists():
+                    name = "crc32c._crc32c"
+                    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+                    spec = importlib.util.spec_from_loader(name, loader)
+                    if spec is None:
+                        continue
+                    module: Any = importlib.util.module_from_spec(spec)
+                    loader.exec_module(module)
+                    sys.modules.setdefault(name, module)
+                    return module.crc32c  # type: ignore[no-any-return]
+    except (ImportError, OSError, AttributeError):
+        pass
+    from crc32c import crc32c as imported
+
+    return imported
+
+
+crc32c = _load()
