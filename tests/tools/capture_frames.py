@@ -70,7 +70,7 @@ Rerun
 =====
 ::
 
-    .venv/bin/python tests/tools/capture_frames.py --out tests/data/frames
+    .venv/bin/python tests/tools/capture_frames.py --out tests/frames
 
 Loopback only.  A full run takes about two minutes.  The output is not
 bit-for-bit reproducible (timestamps, producer/member ids, CRCs, ports and
@@ -1222,7 +1222,7 @@ PHASES: list[tuple[str, Callable[[Session], None]]] = [
 
 
 NONCONFORMANT_FILE = "nonconformant.jsonl"
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "frames"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "frames"
 
 
 def write_output(out: Path, frames: list[CapturedFrame], nonconformant: list[CapturedFrame],
@@ -1268,7 +1268,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                    help="output directory (default: tests/data/frames)")
+                    help="output directory (default: tests/frames)")
     clients = sorted({c for c, _ in PHASES})
     ap.add_argument("--clients", nargs="+", choices=clients, default=clients)
     ap.add_argument("--max-seconds", type=float, default=600,

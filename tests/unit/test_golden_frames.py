@@ -1,6 +1,6 @@
 """Frames captured from real kafka-python and confluent-kafka (librdkafka) traffic.
 
-``tests/data/frames/`` holds requests those clients sent and the responses they were given
+``tests/frames/`` holds requests those clients sent and the responses they were given
 (see its README). Each must decode with our generated classes and re-encode byte for byte;
 thousands of random mutations of them must raise ``ProtocolError`` or decode, never anything else.
 """
@@ -20,7 +20,7 @@ from protocol.messages import REQUESTS, RESPONSES, ResponseHeader
 from protocol.primitives import Writer
 from protocol.records import iter_batches
 
-FRAMES = Path(__file__).resolve().parents[1] / "data" / "frames"
+FRAMES = Path(__file__).resolve().parents[1] / "frames"
 
 
 @dataclass(frozen=True)
