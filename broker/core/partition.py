@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker.core.log import RecordBatchTooLarge, wall_clock_ms
 from broker.core.producer_state import ProducerStateError, ProducerStateManager
@@ -174,9 +174,9 @@ class Partition:
             batch.validate_crc()
         except CorruptRecordError as exc:
             raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-        config = self.topic_config
+        config = self.topic.effective.__getitem__  # typed values, derived when the configs change
         max_message_bytes = config("max.message.bytes")
-        if batch.size > int(max_message_bytes):
+        if batch.size > max_message_bytes:
             raise AppendError(ErrorCode.MESSAGE_TOO_LARGE,
                               f"The batch of {batch.size} bytes exceeds max.message.bytes {max_message_bytes}")
         count = batch.records_count
@@ -218,25 +218,21 @@ class Partition:
             batch = RecordBatch(data)
         elif log_append:
             batch.set_log_append_time(now_ms)
-        batch.set_partition_leader_epoch(self.leader_epoch)
         try:
-            result = self.log.append(data, now_ms)
+            base_offset = self._append(batch, data, now_ms)
         except RecordBatchTooLarge as exc:
             raise AppendError(ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)) from None
-        if producer_id >= 0:
-            self.producer_state.on_data_batch(producer_id, batch.producer_epoch, batch.base_sequence,
-                                              batch.last_sequence, result.base_offset, result.last_offset,
-                                              batch.max_timestamp, batch.is_transactional)
-        if result.segment_base_offset != self._active_segment:
-            self._on_roll(result.segment_base_offset)
-        self._notify(batch.size)
-        return AppendInfo(result.base_offset, now_ms if log_append else -1, self.log.log_start_offset)
+        return AppendInfo(base_offset, now_ms if log_append else -1, self.log.log_start_offset)
 
     def append_internal(self, data: bytearray, now_ms: int) -> int:
         """Append a batch the broker built itself (coordinator records, possibly transactional)."""
         batch = RecordBatch(data)
         if batch.is_control:
             raise ValueError("control batches are written with append_marker")
+        return self._append(batch, data, now_ms)
+
+    def _append(self, batch: RecordBatch, data: bytearray | memoryview, now_ms: int) -> int:
+        """Stamp the leader epoch, append, record the producer's batch, wake waiting fetches."""
         batch.set_partition_leader_epoch(self.leader_epoch)
         result = self.log.append(data, now_ms)
         if batch.producer_id >= 0:
@@ -292,19 +288,19 @@ class Partition:
         self.producer_state.take_snapshot(self.log.log_end_offset)
 
     def topic_config(self, key: str) -> str:
-        """The effective value of a topic config: the topic's override or the broker default."""
+        """The effective value of a topic config as Kafka shows it: the override or the broker default."""
         value = self.topic.configs.get(key)
         if value is not None:
             return value
         return self.broker_config.topic_config_default(key)
 
-    def _check_timestamps(self, batch: RecordBatch, now_ms: int, config: Callable[[str], str]) -> None:
-        after = int(config("message.timestamp.after.max.ms"))
+    def _check_timestamps(self, batch: RecordBatch, now_ms: int, config: Callable[[str], Any]) -> None:
+        after = config("message.timestamp.after.max.ms")
         if batch.max_timestamp > now_ms + after and after < _LONG_MAX:
             raise AppendError(ErrorCode.INVALID_TIMESTAMP,
                               f"Timestamp {batch.max_timestamp} of a record is more than {after} ms "
                               "in the future (message.timestamp.after.max.ms)")
-        before = int(config("message.timestamp.before.max.ms"))
+        before = config("message.timestamp.before.max.ms")
         if before < _LONG_MAX:
             try:
                 earliest = min(record.timestamp for record in batch.records())

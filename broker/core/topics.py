@@ -16,7 +16,7 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker.core.partition import Partition
 from protocol.errors import ErrorCode
@@ -64,6 +64,9 @@ class Topic:
     topic_id: uuid.UUID
     partitions: list[Partition] = field(default_factory=list)
     configs: dict[str, str] = field(default_factory=dict)  # overrides only
+    # Every topic config's typed effective value (override, else broker default), derived by
+    # TopicManager whenever either changes, so the produce path reads a dict instead of parsing.
+    effective: dict[str, Any] = field(default_factory=dict)
 
     @property
     def internal(self) -> bool:
@@ -118,8 +121,6 @@ class TopicManager:
                 if partition_log is None:
                     log.warning("topic %s partition %d had no log directory; starting it empty", name, index)
                     partition_log = self.cluster.log_manager.create_log(name, index, topic_id, log_config)
-                else:
-                    partition_log.update_config(log_config)  # type: ignore[attr-defined]
                 topic.partitions.append(Partition(topic, index, partition_log, self.cluster.config))  # type: ignore[arg-type]
             self._add(topic)
         for name, logs in found.items():
@@ -219,9 +220,7 @@ class TopicManager:
         if validate_only:
             return topic
         topic.configs = overrides
-        log_config = self.cluster.config.log_config(overrides)
-        for partition in topic.partitions:
-            partition.log.update_config(log_config)
+        self._apply_configs(topic)
         self._write_metadata()
         return topic
 
@@ -235,16 +234,23 @@ class TopicManager:
                 raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
     def refresh_log_configs(self) -> None:
-        """Re-derive every partition's log config (after a broker default changed)."""
+        """Re-derive every topic's effective configs (after a broker default changed)."""
         for topic in self._by_name.values():
-            log_config = self.cluster.config.log_config(topic.configs)
-            for partition in topic.partitions:
-                partition.log.update_config(log_config)
+            self._apply_configs(topic)
 
     # internals -------------------------------------------------------------------------------
     def _add(self, topic: Topic) -> None:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self._apply_configs(topic)
+
+    def _apply_configs(self, topic: Topic) -> None:
+        """Derive a topic's effective configs and its partitions' log config from its overrides
+        and the broker defaults: the one place a config change reaches the partitions."""
+        topic.effective = self.cluster.config.effective_topic_config(topic.configs)
+        log_config = self.cluster.config.log_config(topic.configs)
+        for partition in topic.partitions:
+            partition.log.update_config(log_config)
 
     def _colliding_name(self, name: str) -> str | None:
         """Kafka refuses names that differ only by '.' versus '_' (they collide in metric names)."""

@@ -30,6 +30,7 @@ with warnings.catch_warnings():  # kafka-python's import trips importlib.resourc
 
 from protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress, xxh32
 from protocol.exceptions import CorruptRecordError, ProtocolError
+from tests.unit.kafka_python_codecs import plug_kafka_python_codecs
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
@@ -58,21 +59,7 @@ CODECS = list(Compression)
 @pytest.fixture
 def kafka_codec(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     """kafka-python's codec module with snappy and xxhash stand-ins plugged in."""
-    snappy = types.SimpleNamespace(
-        compress=lambda data: bytes(cramjam.snappy.compress_raw(bytes(data))),
-        decompress=lambda data: bytes(cramjam.snappy.decompress_raw(bytes(data))),
-    )
-
-    class _Xxh32:
-        def __init__(self, data: bytes) -> None:
-            self._value = xxh32(data)
-
-        def digest(self) -> bytes:
-            return struct.pack(">I", self._value)
-
-    monkeypatch.setattr(kafka.codec, "snappy", snappy)
-    monkeypatch.setattr(kafka.codec, "xxhash", types.SimpleNamespace(xxh32=_Xxh32))
-    yield kafka.codec
+    yield plug_kafka_python_codecs(monkeypatch)
 
 
 # --- enum and round trips --------------------------------------------------------------------------

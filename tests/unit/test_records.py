@@ -8,13 +8,11 @@ and our xxh32, which test_compression.py checks against published answers).
 from __future__ import annotations
 
 import struct
-import types
 import warnings
 import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import cramjam
 import pytest
 from crc32c import crc32c
 from hypothesis import given, settings
@@ -22,7 +20,6 @@ from hypothesis import strategies as st
 
 with warnings.catch_warnings():  # kafka-python's import trips importlib.resources deprecations
     warnings.simplefilter("ignore", DeprecationWarning)
-    import kafka.codec
     from kafka.record import _crc32c as kafka_python_pure_crc32c
     from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
@@ -32,6 +29,7 @@ with warnings.catch_warnings():  # kafka-python's import trips importlib.resourc
 
 from protocol.compression import Compression, compress, xxh32
 from protocol.exceptions import CorruptRecordError, ProtocolError
+from tests.unit.kafka_python_codecs import plug_kafka_python_codecs
 from protocol.legacy_records import LegacyRecordBatch, build_legacy_message_set
 from protocol.records import (
     RECORD_BATCH_OVERHEAD,
@@ -56,20 +54,7 @@ LEGACY_CODECS = [Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compres
 
 @pytest.fixture(autouse=True)
 def kafka_python_codecs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    snappy = types.SimpleNamespace(
-        compress=lambda data: bytes(cramjam.snappy.compress_raw(bytes(data))),
-        decompress=lambda data: bytes(cramjam.snappy.decompress_raw(bytes(data))),
-    )
-
-    class _Xxh32:
-        def __init__(self, data: bytes) -> None:
-            self._value = xxh32(data)
-
-        def digest(self) -> bytes:
-            return struct.pack(">I", self._value)
-
-    monkeypatch.setattr(kafka.codec, "snappy", snappy)
-    monkeypatch.setattr(kafka.codec, "xxhash", types.SimpleNamespace(xxh32=_Xxh32))
+    plug_kafka_python_codecs(monkeypatch)
     yield
 
 
