@@ -1,9 +1,7 @@
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
-COPY protocol ./protocol
-COPY broker ./broker
-COPY client ./client
+COPY kafkalite ./kafkalite
 COPY config ./config
 RUN pip install --no-cache-dir .
 EXPOSE 9092

@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	touch $@
 
 compile: venv
-	@PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q protocol broker client >/dev/null
+	@PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q kafkalite >/dev/null
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet $(EDITABLE) -e '.[test]'
@@ -33,10 +33,10 @@ venv: $(VENV)/.installed
 venv-test: $(VENV)/.installed-test
 
 run: venv compile
-	$(PY) -m broker --config $(CONFIG)
+	$(PY) -m kafkalite serve --config $(CONFIG)
 
 codegen-check: venv-test
-	$(PY) -m protocol.codegen --check
+	$(PY) -m kafkalite.protocol.codegen --check
 
 # kafkajs for the Node compatibility tests, from the pinned lockfile (npm ci rewrites
 # node_modules/.package-lock.json, so this reruns only when the lockfile changes).

@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from protocol.messages import FetchResponse, ProduceRequest  # noqa: E402
-from protocol.messages.fetch_response import FetchableTopicResponse, PartitionData  # noqa: E402
-from protocol.messages.produce_request import PartitionProduceData, TopicProduceData  # noqa: E402
-from protocol.primitives import Writer  # noqa: E402
-from protocol.records import RecordBatch, RecordBatchBuilder  # noqa: E402
+from kafkalite.protocol.messages import FetchResponse, ProduceRequest  # noqa: E402
+from kafkalite.protocol.messages.fetch_response import FetchableTopicResponse, PartitionData  # noqa: E402
+from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData  # noqa: E402
+from kafkalite.protocol.primitives import Writer  # noqa: E402
+from kafkalite.protocol.records import RecordBatch, RecordBatchBuilder  # noqa: E402
 
 MIB = 1 << 20
 

@@ -78,7 +78,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 cd "$REPO"
-"$PYTHON" -m broker serve --port "$port" --data-dir "$scratch/data" \
+"$PYTHON" -m kafkalite serve --port "$port" --data-dir "$scratch/data" \
     --listeners "PLAINTEXT://127.0.0.1:$port" ${broker_config[@]+"${broker_config[@]}"} >"$log" 2>&1 &
 pid=$!
 

@@ -1,4 +1,4 @@
-"""Brokers for integration tests, each a real ``python -m broker serve`` subprocess.
+"""Brokers for integration tests, each a real ``python -m kafkalite.broker serve`` subprocess.
 
 Fixtures:
 
@@ -65,7 +65,7 @@ class BrokerProcess:
         if self.running:
             raise RuntimeError(f"broker pid {self.pid} is already running")
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "broker", "serve", "--port", str(port), "--data-dir", str(self.data_dir),
+        command = [sys.executable, "-m", "kafkalite", "serve", "--port", str(port), "--data-dir", str(self.data_dir),
                    "--listeners", f"PLAINTEXT://127.0.0.1:{port}", *self.extra_args]
         environment = {name: value for name, value in os.environ.items() if not name.startswith("KAFKALITE_")}
         environment["PYTHONUNBUFFERED"] = "1"

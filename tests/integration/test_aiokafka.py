@@ -43,7 +43,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, Records
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType  # noqa: E402
 from aiokafka.errors import ProducerFenced  # noqa: E402
 
-from protocol.records import Compression, RecordBatch, iter_batches  # noqa: E402
+from kafkalite.protocol.records import Compression, RecordBatch, iter_batches  # noqa: E402
 
 if TYPE_CHECKING:
     from tests.integration.conftest import BrokerProcess

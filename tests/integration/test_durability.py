@@ -37,7 +37,7 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
                                   NewPartitions, NewTopic, ResourceType)
 
-from protocol.records import RecordBatchBuilder
+from kafkalite.protocol.records import RecordBatchBuilder
 
 if TYPE_CHECKING:
     from tests.integration.conftest import BrokerProcess

@@ -34,16 +34,16 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.structs import TopicPartition
 
-from protocol.errors import ErrorCode
-from protocol.framing import encode_request, parse_response_header
-from protocol.message import Message
-from protocol.messages import (FetchRequest, FetchResponse, MetadataRequest, MetadataResponse, ProduceRequest,
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.framing import encode_request, parse_response_header
+from kafkalite.protocol.message import Message
+from kafkalite.protocol.messages import (FetchRequest, FetchResponse, MetadataRequest, MetadataResponse, ProduceRequest,
                                ProduceResponse)
-from protocol.messages.fetch_request import FetchPartition, FetchTopic, ForgottenTopic
-from protocol.messages.fetch_response import PartitionData
-from protocol.messages.metadata_request import MetadataRequestTopic
-from protocol.messages.produce_request import PartitionProduceData, TopicProduceData
-from protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
+from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic, ForgottenTopic
+from kafkalite.protocol.messages.fetch_response import PartitionData
+from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic
+from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
+from kafkalite.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
 
 if TYPE_CHECKING:
     from tests.integration.conftest import BrokerProcess

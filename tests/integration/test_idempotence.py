@@ -23,12 +23,12 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from protocol.errors import ErrorCode
-from protocol.framing import encode_request, parse_response_header
-from protocol.message import Message
-from protocol.messages import RESPONSES, InitProducerIdRequest, ProduceRequest
-from protocol.messages.produce_request import PartitionProduceData, TopicProduceData
-from protocol.records import RecordBatchBuilder
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.framing import encode_request, parse_response_header
+from kafkalite.protocol.message import Message
+from kafkalite.protocol.messages import RESPONSES, InitProducerIdRequest, ProduceRequest
+from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
+from kafkalite.protocol.records import RecordBatchBuilder
 
 PRODUCE = 0
 _SIZE = struct.Struct(">i")

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from protocol.murmur2 import default_partition
-from protocol.records import Compression, TimestampType, iter_batches
+from kafkalite.protocol.murmur2 import default_partition
+from kafkalite.protocol.records import Compression, TimestampType, iter_batches
 
 if TYPE_CHECKING:
     from tests.integration.conftest import BrokerProcess

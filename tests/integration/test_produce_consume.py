@@ -37,9 +37,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.structs import TopicPartition
 
-from protocol.compression import Compression
-from protocol.murmur2 import default_partition
-from protocol.records import iter_batches
+from kafkalite.protocol.compression import Compression
+from kafkalite.protocol.murmur2 import default_partition
+from kafkalite.protocol.records import iter_batches
 
 if TYPE_CHECKING:
     from tests.integration.conftest import BrokerProcess

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.framing import encode_request, parse_response_header
-from protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.framing import encode_request, parse_response_header
+from kafkalite.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 if TYPE_CHECKING:
     from tests.integration.conftest import BrokerProcess

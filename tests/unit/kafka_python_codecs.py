@@ -13,7 +13,7 @@ import cramjam
 import kafka.codec
 import pytest
 
-from protocol.compression import xxh32
+from kafkalite.protocol.compression import xxh32
 
 
 class _Xxh32:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 import uuid
 
-from protocol.codegen.schema import VersionRange
-from protocol.message import FieldSpec, Struct
+from kafkalite.protocol.codegen.schema import VersionRange
+from kafkalite.protocol.message import FieldSpec, Struct
 
 _INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-import broker.handlers  # noqa: F401  (registers every handler)
-from broker.config import BrokerConfig
-from broker.core.cluster import Cluster, Endpoint
-from broker.handlers.registry import HANDLERS, RequestContext
-from protocol.errors import ErrorCode
-from protocol.message import Message
-from protocol.messages import (
+import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
+from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.cluster import Cluster, Endpoint
+from kafkalite.broker.handlers.registry import HANDLERS, RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.message import Message
+from kafkalite.protocol.messages import (
     AlterConfigsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -29,17 +29,17 @@ from protocol.messages import (
     DescribeLogDirsRequest,
     IncrementalAlterConfigsRequest,
 )
-from protocol.messages.alter_configs_request import AlterableConfig as LegacyConfig
-from protocol.messages.alter_configs_request import AlterConfigsResource as LegacyResource
-from protocol.messages.create_partitions_request import CreatePartitionsAssignment, CreatePartitionsTopic
-from protocol.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig
-from protocol.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
-from protocol.messages.delete_topics_request import DeleteTopicState
-from protocol.messages.describe_configs_request import DescribeConfigsResource
-from protocol.messages.describe_log_dirs_request import DescribableLogDirTopic
-from protocol.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
-from protocol.primitives import ZERO_UUID
-from protocol.records import Record, build_record_batch
+from kafkalite.protocol.messages.alter_configs_request import AlterableConfig as LegacyConfig
+from kafkalite.protocol.messages.alter_configs_request import AlterConfigsResource as LegacyResource
+from kafkalite.protocol.messages.create_partitions_request import CreatePartitionsAssignment, CreatePartitionsTopic
+from kafkalite.protocol.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig
+from kafkalite.protocol.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
+from kafkalite.protocol.messages.delete_topics_request import DeleteTopicState
+from kafkalite.protocol.messages.describe_configs_request import DescribeConfigsResource
+from kafkalite.protocol.messages.describe_log_dirs_request import DescribableLogDirTopic
+from kafkalite.protocol.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+from kafkalite.protocol.primitives import ZERO_UUID
+from kafkalite.protocol.records import Record, build_record_batch
 
 NODE = 1
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32

@@ -28,8 +28,8 @@ with warnings.catch_warnings():  # kafka-python's import trips importlib.resourc
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka.codec
 
-from protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress, xxh32
-from protocol.exceptions import CorruptRecordError, ProtocolError
+from kafkalite.protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress, xxh32
+from kafkalite.protocol.exceptions import CorruptRecordError, ProtocolError
 from tests.unit.kafka_python_codecs import plug_kafka_python_codecs
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.cli import _parse_args, build_config
-from broker.config import (
+from kafkalite.cli import _parse_args, build_config
+from kafkalite.broker.config import (
     BROKER_KEYS,
     LONG_MAX,
     TOPIC_KEYS,
@@ -22,7 +22,7 @@ from broker.config import (
     parse_listener,
     read_properties,
 )
-from protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode
 
 NO_ENV: dict[str, str] = {}
 
@@ -135,9 +135,9 @@ class FakeLogConfig:
 
 
 def test_log_config_merges_and_translates(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_module = types.ModuleType("broker.core.log")
+    fake_module = types.ModuleType("kafkalite.broker.core.log")
     fake_module.LogConfig = FakeLogConfig  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "broker.core.log", fake_module)
+    monkeypatch.setitem(sys.modules, "kafkalite.broker.core.log", fake_module)
     config = BrokerConfig({"log.retention.minutes": "10", "log.segment.bytes": "4096"})
     log_config = config.log_config({"cleanup.policy": "compact,delete", "segment.ms": "99"})
     assert log_config == FakeLogConfig(segment_bytes=4096, segment_ms=99, retention_ms=600_000,
@@ -147,7 +147,7 @@ def test_log_config_merges_and_translates(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_log_config_builds_the_storage_layers_log_config() -> None:
     try:
-        from broker.core.log import LogConfig
+        from kafkalite.broker.core.log import LogConfig
     except ImportError:
         pytest.skip("broker.core.log is not there yet")
     log_config = BrokerConfig({"log.retention.hours": "1"}).log_config({"segment.bytes": "1024"})

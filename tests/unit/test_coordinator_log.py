@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from broker.config import BrokerConfig
-from broker.core.cluster import Cluster
-from broker.core.coordinator_log import CoordinatorLog, java_string_hash, partition_for
+from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.cluster import Cluster
+from kafkalite.broker.core.coordinator_log import CoordinatorLog, java_string_hash, partition_for
 
 
 def memory_cluster() -> Cluster:

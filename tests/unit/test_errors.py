@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.errors import ErrorCode, is_retriable
+from kafkalite.protocol.errors import ErrorCode, is_retriable
 
 # Codes whose Java exception class extends RetriableException in Kafka 4.x, derived by walking each
 # Errors.java constant's exception class up its `extends` chain. Asserted in both directions.

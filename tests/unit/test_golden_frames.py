@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from protocol import ProtocolError
-from protocol.framing import parse_request, parse_response_header, response_header_version
-from protocol.messages import REQUESTS, RESPONSES, ResponseHeader
-from protocol.primitives import Writer
-from protocol.records import iter_batches
+from kafkalite.protocol import ProtocolError
+from kafkalite.protocol.framing import parse_request, parse_response_header, response_header_version
+from kafkalite.protocol.messages import REQUESTS, RESPONSES, ResponseHeader
+from kafkalite.protocol.primitives import Writer
+from kafkalite.protocol.records import iter_batches
 
 FRAMES = Path(__file__).resolve().parents[1] / "frames"
 
@@ -91,7 +91,7 @@ def test_real_frame_round_trips_byte_identically(frame: Frame) -> None:
 
 def test_produce_and_fetch_records_from_real_clients_parse() -> None:
     """The record batches inside real Produce requests and Fetch responses parse, with valid CRCs."""
-    from protocol.messages import FetchResponse, ProduceRequest
+    from kafkalite.protocol.messages import FetchResponse, ProduceRequest
 
     seen = 0
     for frame in ALL:

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.config import BrokerConfig
-from broker.core.cluster import Cluster
-from broker.core.group_classic import ClassicGroup, ClassicState, JoinRequest, JoinResult, SyncResult
-from broker.core.group_timers import ManualTimers
-from broker.core.groups import GroupCoordinator, GroupSettings
-from protocol.errors import ErrorCode
+from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.cluster import Cluster
+from kafkalite.broker.core.group_classic import ClassicGroup, ClassicState, JoinRequest, JoinResult, SyncResult
+from kafkalite.broker.core.group_timers import ManualTimers
+from kafkalite.broker.core.groups import GroupCoordinator, GroupSettings
+from kafkalite.protocol.errors import ErrorCode
 
 GROUP = "group-a"
 SESSION_MS = 10_000

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.core.group_assignors import MemberSpec, assign_range, assign_uniform
-from broker.core.group_consumer import ConsumerGroup, HeartbeatRequest, HeartbeatResult, MemberState
-from broker.core.groups import OffsetToCommit
-from protocol.errors import ErrorCode
+from kafkalite.broker.core.group_assignors import MemberSpec, assign_range, assign_uniform
+from kafkalite.broker.core.group_consumer import ConsumerGroup, HeartbeatRequest, HeartbeatResult, MemberState
+from kafkalite.broker.core.groups import OffsetToCommit
+from kafkalite.protocol.errors import ErrorCode
 from tests.unit.test_groups_classic import Harness
 
 GROUP = "kip848"

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-import broker.handlers  # noqa: F401  (registers every handler)
-from broker.config import BrokerConfig
-from broker.core.cluster import Cluster, Endpoint
-from broker.handlers.registry import HANDLERS, RequestContext
-from protocol.errors import ErrorCode
-from protocol.message import Message
-from protocol.messages import (
+import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
+from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.cluster import Cluster, Endpoint
+from kafkalite.broker.handlers.registry import HANDLERS, RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.message import Message
+from kafkalite.protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
@@ -31,16 +31,16 @@ from protocol.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from protocol.messages.join_group_request import JoinGroupRequestProtocol
-from protocol.messages.leave_group_request import MemberIdentity
-from protocol.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
-from protocol.messages.offset_delete_request import OffsetDeleteRequestPartition, OffsetDeleteRequestTopic
-from protocol.messages.offset_fetch_request import (
+from kafkalite.protocol.messages.join_group_request import JoinGroupRequestProtocol
+from kafkalite.protocol.messages.leave_group_request import MemberIdentity
+from kafkalite.protocol.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
+from kafkalite.protocol.messages.offset_delete_request import OffsetDeleteRequestPartition, OffsetDeleteRequestTopic
+from kafkalite.protocol.messages.offset_fetch_request import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
 )
-from protocol.messages.sync_group_request import SyncGroupRequestAssignment
+from kafkalite.protocol.messages.sync_group_request import SyncGroupRequestAssignment
 
 NODE = 1
 

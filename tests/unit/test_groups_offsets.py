@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from broker.core.group_classic import ClassicGroup, ClassicState
-from broker.core.group_records import (
+from kafkalite.broker.core.group_classic import ClassicGroup, ClassicState
+from kafkalite.broker.core.group_records import (
     ClassicGroupRecord,
     ClassicMemberRecord,
     OffsetAndMetadata,
@@ -17,8 +17,8 @@ from broker.core.group_records import (
     decode_offset_value,
     encode_offset_value,
 )
-from broker.core.groups import OffsetToCommit
-from protocol.errors import ErrorCode
+from kafkalite.broker.core.groups import OffsetToCommit
+from kafkalite.protocol.errors import ErrorCode
 from tests.unit.test_groups_classic import GROUP, Harness
 
 MINUTE = 60_000

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.log import DiskLog, LogConfig, OffsetOutOfRange, PartitionLog, RecordBatchTooLarge, SegmentedLog
-from broker.core.memory_log import MemoryLog
-from protocol.records import (
+from kafkalite.broker.core.log import DiskLog, LogConfig, OffsetOutOfRange, PartitionLog, RecordBatchTooLarge, SegmentedLog
+from kafkalite.broker.core.memory_log import MemoryLog
+from kafkalite.protocol.records import (
     ControlRecordType,
     EndTransactionMarker,
     RecordBatch,

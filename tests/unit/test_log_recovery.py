@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.log import DiskLog, LogConfig
-from broker.core.log_manager import (
+from kafkalite.broker.core.log import DiskLog, LogConfig
+from kafkalite.broker.core.log_manager import (
     CLEAN_SHUTDOWN_FILE,
     LogManager,
     parse_partition_directory,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from broker.core.log_segment import FileSegment
-from broker.core.memory_log import MemoryLog
-from protocol.records import RecordBatch, iter_batches
+from kafkalite.broker.core.log_segment import FileSegment
+from kafkalite.broker.core.memory_log import MemoryLog
+from kafkalite.protocol.records import RecordBatch, iter_batches
 from tests.unit.test_log import HOUR, T0, make_batch
 
 TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")

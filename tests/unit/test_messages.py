@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import ProtocolError
-from protocol.message import Message
-from protocol.messages import (
+from kafkalite.protocol import ProtocolError
+from kafkalite.protocol.message import Message
+from kafkalite.protocol.messages import (
     REQUESTS,
     RESPONSES,
     ApiVersionsResponse,
@@ -24,8 +24,8 @@ from protocol.messages import (
     RequestHeader,
     ResponseHeader,
 )
-from protocol.messages.fetch_response import FetchableTopicResponse, PartitionData
-from protocol.primitives import Reader, Writer
+from kafkalite.protocol.messages.fetch_response import FetchableTopicResponse, PartitionData
+from kafkalite.protocol.primitives import Reader, Writer
 from tests.unit.message_factory import build
 
 ALL_MESSAGES: list[type[Message]] = [
@@ -129,7 +129,7 @@ def test_known_tagged_fields_are_written_only_when_not_default() -> None:
 
 
 def test_records_decode_as_a_view_into_the_frame() -> None:
-    from protocol.messages.produce_request import PartitionProduceData, TopicProduceData
+    from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
 
     records = bytes(range(256)) * 4096  # 1 MiB
     request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[

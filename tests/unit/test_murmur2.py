@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.murmur2 import default_partition, murmur2, to_positive
+from kafkalite.protocol.murmur2 import default_partition, murmur2, to_positive
 
 # From Kafka's UtilsTest.testMurmur2 (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java).
 JAVA_VECTORS = [

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from broker.handlers.api_versions import api_versions_response
-from broker.handlers.registry import ApiHandler, RequestContext
-from broker.net import SCRATCH_BYTES, KafkaConnection
-from protocol.errors import ErrorCode
-from protocol.framing import encode_request, parse_response_header
-from protocol.message import Message
-from protocol.messages import (
+from kafkalite.broker.handlers.api_versions import api_versions_response
+from kafkalite.broker.handlers.registry import ApiHandler, RequestContext
+from kafkalite.broker.net import SCRATCH_BYTES, KafkaConnection
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.framing import encode_request, parse_response_header
+from kafkalite.protocol.message import Message
+from kafkalite.protocol.messages import (
     REQUESTS,
     RESPONSES,
     ApiVersionsRequest,
@@ -30,7 +30,7 @@ from protocol.messages import (
     MetadataResponse,
     ProduceRequest,
 )
-from protocol.messages.produce_request import PartitionProduceData, TopicProduceData
+from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
 
 MAX_REQUEST_BYTES = 1024
 IDLE_MS = 10_000

@@ -9,19 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.config import BrokerConfig
-from broker.core.cluster import Cluster
-from broker.core.partition import AppendError, Partition
-from broker.core.producer_state import (
+from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.cluster import Cluster
+from kafkalite.broker.core.partition import AppendError, Partition
+from kafkalite.broker.core.producer_state import (
     ProducerStateEntry,
     ProducerStateManager,
     decode_snapshot,
     encode_snapshot,
     in_sequence,
 )
-from protocol.compression import Compression
-from protocol.errors import ErrorCode
-from protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
+from kafkalite.protocol.compression import Compression
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
 
 INT32_MAX = 2**31 - 1
 NOW = int(time.time() * 1000)

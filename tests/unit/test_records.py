@@ -27,11 +27,11 @@ with warnings.catch_warnings():  # kafka-python's import trips importlib.resourc
     from kafka.record.util import decode_varint as kafka_python_decode_varint
     from kafka.record.util import encode_varint as kafka_python_encode_varint
 
-from protocol.compression import Compression, compress, xxh32
-from protocol.exceptions import CorruptRecordError, ProtocolError
+from kafkalite.protocol.compression import Compression, compress, xxh32
+from kafkalite.protocol.exceptions import CorruptRecordError, ProtocolError
 from tests.unit.kafka_python_codecs import plug_kafka_python_codecs
-from protocol.legacy_records import LegacyRecordBatch, build_legacy_message_set
-from protocol.records import (
+from kafkalite.protocol.legacy_records import LegacyRecordBatch, build_legacy_message_set
+from kafkalite.protocol.records import (
     RECORD_BATCH_OVERHEAD,
     ControlRecordType,
     EndTransactionMarker,

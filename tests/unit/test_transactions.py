@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.core.cluster import Cluster
-from broker.core.groups import OffsetToCommit
-from broker.core.transactions import TransactionCoordinator
-from broker.core.txn_producer_ids import PRODUCER_ID_FILE
-from broker.core.txn_state import (
+from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.cluster import Cluster
+from kafkalite.broker.core.groups import OffsetToCommit
+from kafkalite.broker.core.transactions import TransactionCoordinator
+from kafkalite.broker.core.txn_producer_ids import PRODUCER_ID_FILE
+from kafkalite.broker.core.txn_state import (
     IllegalTransition,
     TransactionMetadata,
     TransactionState,
@@ -23,18 +23,18 @@ from broker.core.txn_state import (
     encode_value,
     prepare_complete,
 )
-from broker.handlers.registry import HANDLERS, RequestContext
-from protocol.errors import ErrorCode
-from protocol.messages import (
+from kafkalite.broker.handlers.registry import HANDLERS, RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages import (
     DescribeProducersRequest,
     DescribeTransactionsRequest,
     InitProducerIdRequest,
     ListTransactionsRequest,
     WriteTxnMarkersRequest,
 )
-from protocol.messages.describe_producers_request import TopicRequest
-from protocol.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
-from protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
+from kafkalite.protocol.messages.describe_producers_request import TopicRequest
+from kafkalite.protocol.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
+from kafkalite.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
 
 START = 1_000_000
 S = TransactionState
@@ -91,7 +91,7 @@ class Harness:
         builder.append(timestamp=self.clock.now, key=None, value=b"v")
         target = self.cluster.topics.partition("out", partition)
         assert target is not None
-        from broker.core.partition import AppendError
+        from kafkalite.broker.core.partition import AppendError
 
         try:
             target.append_from_client(builder.build(), self.clock.now, self.coordinator.verify_partition)

@@ -1,0 +1,758 @@
+"""One partition's log: append-only segments in Kafka's on-disk layout, and the interface both engines share.
+
+Theory of operation
+-------------------
+**Offsets.** The *log start offset* is the first offset a consumer may fetch (raised by retention and
+DeleteRecords); the *log end offset* is the offset the next appended record gets. Offsets are assigned
+per batch, never per record: ``append`` writes the log end offset into the batch's first 8 bytes (the
+base offset, outside the CRC) and the batch's last offset delta gives the rest. The caller has already
+validated the batch (magic 2, CRC, sizes, producer sequence); control and transactional batches are
+appended like any other.
+
+**Segments.** The log is a list of segments, each holding a contiguous run of batches from its *base
+offset*. Only the last, the *active segment*, is appended to. Before an append the log *rolls* (starts
+a new active segment whose base offset is the log end offset) when the batch would push the active
+segment past ``segment.bytes``, when ``segment.ms`` has passed between the segment's first batch and
+this one (Kafka compares batch timestamps; without timestamps, wall clock since the first append), when
+an index is full, or when the batch's offsets would not fit a 4-byte relative offset. ``maybe_roll``
+applies the time rule between appends (wall clock since the first append).
+
+**On disk** (:class:`DiskLog`, see ``broker.core.log_segment``): ``<topic>-<partition>/`` holds, per
+segment, ``<base offset, 20 digits>.log`` (batches byte for byte), ``.index`` (sparse: last offset of a
+batch -> its file position) and ``.timeindex`` (sparse: largest timestamp so far -> offset). A read looks
+up the nearest index entry below the wanted offset and walks batch headers forward from there, so it
+scans about ``index.interval.bytes`` at most before returning stored bytes untouched.
+``broker.core.memory_log.MemoryLog`` keeps the same segments as lists of batches.
+
+**Reads** return whole stored batches, starting with the batch that *contains* the wanted offset (it
+may begin before it, as in Kafka), while the total stays within ``max_bytes``; with ``min_one_batch``
+the first batch comes back whole even if it alone is larger. Batches whose last offset reaches
+``upper_bound`` (the high watermark, or the last stable offset) are never returned.
+
+**Durability.** Appends land in the page cache. ``flush`` fsyncs every segment holding offsets at or
+above the *recovery point*, then moves the recovery point to the log end offset. ``flush.messages`` makes
+``append`` flush after that many records; ``flush.ms`` is applied by the log manager's periodic task;
+both default to never, as in Kafka. To keep fsyncs off the event loop, split ``flush`` into
+``prepare_flush`` (loop: choose files, duplicate their descriptors), ``PendingFlush.run`` (executor: fsync
+the duplicates) and ``complete_flush`` (loop: move the recovery point); state is only touched on the loop.
+
+**Recovery** (on load). Segments wholly below the recovery point, and all segments after a clean
+shutdown, are trusted: only a missing or malformed index is rebuilt. After a crash every batch from the
+segment containing the recovery point onward is validated (framing, magic 2, CRC-32C, offsets moving
+forward), the indexes of the scanned segments are rebuilt, and the log is truncated at the first torn or
+corrupt batch; any later segment is deleted.
+
+**Retention** deletes whole segments, oldest first: by ``retention.ms`` (a segment whose largest
+timestamp is older than now - retention) and by ``retention.bytes`` (while the log minus that segment is
+still at least retention.bytes). If every segment goes, including a non-empty active one, the log rolls
+first so an empty active segment remains at the log end offset. The log start offset moves up to the
+first remaining segment. ``delete_records_before`` raises the log start offset and drops segments
+entirely below it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+import uuid
+from abc import ABC, abstractmethod
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Final, Protocol
+
+from kafkalite.broker.core.log_segment import (
+    INDEX_SUFFIX,
+    INT32_MAX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    FileSegment,
+    LogSegment,
+    segment_file_name,
+)
+from kafkalite.protocol.records import RecordBatch
+
+log = logging.getLogger("kafkalite.log")
+
+__all__ = [
+    "AppendResult",
+    "DiskLog",
+    "LogConfig",
+    "LogError",
+    "OffsetOutOfRange",
+    "PartitionLog",
+    "PendingFlush",
+    "ReadResult",
+    "RecordBatchTooLarge",
+    "SegmentedLog",
+    "TOPIC_CONFIG_KEYS",
+    "wall_clock_ms",
+]
+
+Buffer = bytes | bytearray | memoryview
+LONG_MAX: Final = 2**63 - 1
+_DAY_MS: Final = 24 * 60 * 60 * 1000
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# --------------------------------------------------------------------------------------------------
+# Configuration
+
+TOPIC_CONFIG_KEYS: Final[Mapping[str, str]] = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+    "segment.index.bytes": "segment_index_bytes",
+    "flush.messages": "flush_messages",
+    "flush.ms": "flush_ms",
+    "cleanup.policy": "cleanup_policy",
+    "file.delete.delay.ms": "file_delete_delay_ms",
+}
+"""Kafka's topic-level config keys that :class:`LogConfig` holds, and the field each maps to."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """A partition log's settings, named after Kafka's topic-level configs (``segment.bytes`` ...).
+
+    ``retention_ms`` / ``retention_bytes`` of -1 mean unlimited; ``flush_messages`` / ``flush_ms`` of
+    None mean never (Kafka's Long.MAX_VALUE). Retention applies only when ``cleanup_policy`` includes
+    ``delete``; ``compact`` is accepted but nothing compacts, so such logs keep everything.
+    ``file_delete_delay_ms`` is accepted and ignored (files go at once).
+    """
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * _DAY_MS
+    retention_ms: int = 7 * _DAY_MS
+    retention_bytes: int = -1
+    index_interval_bytes: int = 4096
+    segment_index_bytes: int = 10 * 1024 * 1024
+    flush_messages: int | None = None
+    flush_ms: int | None = None
+    cleanup_policy: str = "delete"
+    file_delete_delay_ms: int = 60_000
+
+    def __post_init__(self) -> None:
+        if not 14 <= self.segment_bytes <= INT32_MAX:
+            raise ValueError(f"segment.bytes must be between 14 and {INT32_MAX}, got {self.segment_bytes}")
+        if self.segment_ms < 1:
+            raise ValueError(f"segment.ms must be at least 1, got {self.segment_ms}")
+        if self.retention_ms < -1 or self.retention_bytes < -1:
+            raise ValueError("retention.ms and retention.bytes must be -1 (unlimited) or >= 0")
+        if self.index_interval_bytes < 0:
+            raise ValueError(f"index.interval.bytes must be >= 0, got {self.index_interval_bytes}")
+        if self.segment_index_bytes < 4:
+            raise ValueError(f"segment.index.bytes must be at least 4, got {self.segment_index_bytes}")
+        if self.flush_messages is not None and self.flush_messages < 1:
+            raise ValueError(f"flush.messages must be at least 1, got {self.flush_messages}")
+        if self.flush_ms is not None and self.flush_ms < 0:
+            raise ValueError(f"flush.ms must be >= 0, got {self.flush_ms}")
+        policies = {part.strip() for part in self.cleanup_policy.split(",")}
+        if not policies or not policies <= {"delete", "compact"}:
+            raise ValueError(f"cleanup.policy must be delete, compact or both, got {self.cleanup_policy!r}")
+
+    @property
+    def deletes(self) -> bool:
+        """Whether retention may delete segments (cleanup.policy includes delete)."""
+        return "delete" in {part.strip() for part in self.cleanup_policy.split(",")}
+
+    def with_overrides(self, configs: Mapping[str, str | int | None]) -> LogConfig:
+        """A copy with Kafka topic-level keys applied (``{"retention.ms": "3600000"}``).
+
+        Unknown keys are ignored (they belong to other parts of the broker); None restores the default.
+        Long.MAX_VALUE for ``flush.messages`` / ``flush.ms`` means never. Bad values raise ValueError.
+        """
+        changes: dict[str, object] = {}
+        defaults = LogConfig()
+        for key, raw in configs.items():
+            name = TOPIC_CONFIG_KEYS.get(key)
+            if name is None:
+                continue
+            if raw is None:
+                changes[name] = getattr(defaults, name)
+            elif name == "cleanup_policy":
+                changes[name] = str(raw)
+            else:
+                value = int(raw)
+                changes[name] = None if name in ("flush_messages", "flush_ms") and value >= LONG_MAX else value
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_topic_configs(self) -> dict[str, str]:
+        """The settings under Kafka's key names, as DescribeConfigs shows them."""
+        values = {field.name: getattr(self, field.name) for field in fields(self)}
+        return {
+            key: str(LONG_MAX if values[name] is None else values[name]) for key, name in TOPIC_CONFIG_KEYS.items()
+        }
+
+
+# --------------------------------------------------------------------------------------------------
+# Results and errors
+
+
+class LogError(Exception):
+    """Base of the storage errors callers turn into Kafka error codes."""
+
+
+class OffsetOutOfRange(LogError):
+    """The offset is below the log start offset or above the log end offset (OFFSET_OUT_OF_RANGE)."""
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]")
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class RecordBatchTooLarge(LogError):
+    """The batch is larger than ``segment.bytes`` (RECORD_BATCH_TOO_LARGE)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Where an appended batch went: its offsets, and its segment and byte position in that segment."""
+
+    base_offset: int
+    last_offset: int
+    segment_base_offset: int
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Stored batches, as buffers to send without re-encoding (``transport.writelines(chunks)``).
+
+    ``chunks`` are ``bytes`` or ``memoryview`` slices, one per contiguous run of stored bytes;
+    ``size`` is their total length. ``first_offset`` is the base offset of the first batch (-1 when
+    empty), ``next_offset`` one past the last batch's last offset (the requested offset when empty).
+    """
+
+    chunks: list[Buffer]
+    size: int
+    first_offset: int
+    next_offset: int
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    def to_bytes(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+class PendingFlush:
+    """Fsyncs decided on the event loop, to run anywhere: it owns duplicate file descriptors only."""
+
+    __slots__ = ("handles", "messages", "target")
+
+    def __init__(self, target: int, messages: int, handles: list[int]) -> None:
+        self.target = target  # the recovery point once these files are durable
+        self.messages = messages  # appended records this flush covers (for flush.messages)
+        self.handles = handles
+
+    def run(self) -> None:
+        """Fsync and close every descriptor. Thread-safe; call once."""
+        handles, self.handles = self.handles, []
+        try:
+            for handle in handles:
+                os.fsync(handle)
+        finally:
+            for handle in handles:
+                os.close(handle)
+
+
+class PartitionLog(Protocol):
+    """What the broker needs from one partition's log, whatever stores it. Call it from the event loop only."""
+
+    config: LogConfig
+
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def recovery_point(self) -> int: ...
+    @property
+    def active_segment_base_offset(self) -> int: ...
+    @property
+    def last_flush_ms(self) -> int: ...
+
+    def append(self, batch: RecordBatch | bytearray | memoryview, now_ms: int) -> AppendResult: ...
+    def read(
+        self, offset: int, max_bytes: int, *, min_one_batch: bool, upper_bound: int | None = None
+    ) -> ReadResult: ...
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
+    def max_timestamp(self) -> tuple[int, int] | None: ...
+    def delete_records_before(self, offset: int, now_ms: int | None = None) -> None: ...
+    def enforce_retention(self, now_ms: int, high_watermark: int | None = None) -> int: ...
+    def maybe_roll(self, now_ms: int) -> bool: ...
+    def flush(self, now_ms: int | None = None, *, up_to_offset: int | None = None) -> None: ...
+    def prepare_flush(self, up_to_offset: int | None = None) -> PendingFlush | None: ...
+    def complete_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None: ...
+    def update_config(self, config: LogConfig) -> None: ...
+    def size_bytes(self) -> int: ...
+    def segment_count(self) -> int: ...
+    def close(self, *, flush: bool = False) -> None: ...
+    def delete(self) -> None: ...
+
+
+# --------------------------------------------------------------------------------------------------
+# The logic both engines share
+
+
+class SegmentedLog(ABC):
+    """A partition log over a list of :class:`LogSegment`; subclasses say how segments are made and kept.
+
+    Implements :class:`PartitionLog`. ``name`` (``topic-partition``) is only for log messages.
+    """
+
+    def __init__(self, name: str, config: LogConfig, now_ms: int) -> None:
+        self.name = name
+        self.config = config
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []  # segment base offsets, for bisect
+        self._log_start_offset = 0
+        self._recovery_point = 0
+        self._unflushed_messages = 0
+        self._last_flush_ms = now_ms
+
+    # --- subclass hooks ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        """Create an empty segment at ``base_offset``."""
+
+    def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
+        """Descriptors to fsync so that ``segments`` are durable (see :meth:`LogSegment.sync_handles`)."""
+        return [handle for segment in segments for handle in segment.sync_handles()]
+
+    # --- state -------------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        return self._segments[-1].base_offset
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def segment_base_offsets(self) -> list[int]:
+        return list(self._bases)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+
+    def _segment_index_for(self, offset: int) -> int:
+        """Index of the segment whose range holds ``offset`` (the last with base <= offset), at least 0."""
+        return max(bisect_right(self._bases, offset) - 1, 0)
+
+    # --- append and roll ---------------------------------------------------------------------------
+
+    def append(self, batch: RecordBatch | bytearray | memoryview, now_ms: int) -> AppendResult:
+        """Assign offsets (rewriting the base offset in place), roll if needed, store the batch."""
+        record_batch = batch if isinstance(batch, RecordBatch) else RecordBatch(batch)
+        if record_batch.size > self.config.segment_bytes:
+            raise RecordBatchTooLarge(
+                f"batch of {record_batch.size} bytes is larger than segment.bytes={self.config.segment_bytes}"
+            )
+        base_offset = self.log_end_offset
+        record_batch.set_base_offset(base_offset)
+        self._roll_before_append(record_batch, now_ms)
+        active = self._segments[-1]
+        position = active.append(record_batch, now_ms, self.config.index_interval_bytes)
+        self._unflushed_messages += max(record_batch.records_count, 1)
+        flush_messages = self.config.flush_messages
+        if flush_messages is not None and self._unflushed_messages >= flush_messages:
+            self.flush(now_ms)
+        return AppendResult(base_offset, record_batch.last_offset, active.base_offset, position)
+
+    def _roll_before_append(self, batch: RecordBatch, now_ms: int) -> None:
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        config = self.config
+        rolling_base = active.first_batch_timestamp()
+        if rolling_base >= 0 and batch.max_timestamp >= 0:
+            waited = batch.max_timestamp - rolling_base
+        else:
+            waited = now_ms - (active.first_append_ms if active.first_append_ms is not None else now_ms)
+        if (
+            active.size + batch.size > config.segment_bytes
+            or waited > config.segment_ms
+            or active.is_index_full(config.segment_index_bytes)
+            or batch.last_offset - active.base_offset > INT32_MAX
+        ):
+            self._roll(now_ms)
+
+    def maybe_roll(self, now_ms: int) -> bool:
+        """Roll a non-empty active segment first appended to over ``segment.ms`` ago, or whose index is full."""
+        active = self._segments[-1]
+        if active.size == 0:
+            return False
+        first_append_ms = active.first_append_ms if active.first_append_ms is not None else now_ms
+        if now_ms - first_append_ms > self.config.segment_ms or active.is_index_full(self.config.segment_index_bytes):
+            self._roll(now_ms)
+            return True
+        return False
+
+    def _roll(self, now_ms: int) -> None:
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        active.on_roll()
+        self._add_segment(self._new_segment(active.next_offset, now_ms))
+        log.debug("Rolled %s at offset %d", self.name, active.next_offset)
+
+    # --- reading -----------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, upper_bound: int | None = None) -> ReadResult:
+        """Whole stored batches from the one containing ``offset``; see the module docstring."""
+        log_end_offset = self.log_end_offset
+        if offset < self._log_start_offset or offset > log_end_offset:
+            raise OffsetOutOfRange(offset, self._log_start_offset, log_end_offset)
+        limit = log_end_offset if upper_bound is None else min(upper_bound, log_end_offset)
+        buffers: list[Buffer] = []
+        size = 0
+        first_offset = -1
+        next_offset = offset
+        if offset >= limit:
+            return ReadResult(buffers, 0, -1, offset)
+        for segment in self._segments[self._segment_index_for(offset) :]:
+            if segment.next_offset <= next_offset:
+                continue
+            part = segment.read(next_offset, max_bytes - size, min_one_batch and size == 0, limit)
+            if part.size:
+                buffers.extend(part.buffers)
+                size += part.size
+                if first_offset < 0:
+                    first_offset = part.first_offset
+                next_offset = part.next_offset
+            if part.stopped or size >= max_bytes:
+                break
+        return ReadResult(buffers, size, first_offset, next_offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """The earliest ``(offset, timestamp)`` at or after the log start offset with timestamp >= target."""
+        start_offset = self._log_start_offset
+        for segment in self._segments[self._segment_index_for(start_offset) :]:
+            if segment.size == 0 or segment.max_timestamp < timestamp_ms:
+                continue
+            for batch in segment.batches_near_timestamp(timestamp_ms, start_offset):
+                if batch.max_timestamp < timestamp_ms or batch.last_offset < start_offset:
+                    continue
+                for record in batch.records():
+                    if record.offset >= start_offset and record.timestamp >= timestamp_ms:
+                        return record.offset, record.timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record holding the largest timestamp (ListOffsets -3)."""
+        best: LogSegment | None = None
+        for segment in self._segments:
+            has_timestamp = segment.size > 0 and segment.max_timestamp >= 0
+            if has_timestamp and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None:
+            return None
+        batch = next(best.batches_from(best.offset_of_max_timestamp), None)
+        if batch is not None:
+            for record in batch.records():
+                if record.timestamp == best.max_timestamp:
+                    return record.offset, record.timestamp
+        return best.offset_of_max_timestamp, best.max_timestamp
+
+    # --- deleting ----------------------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int, now_ms: int | None = None) -> None:
+        """DeleteRecords: raise the log start offset to ``offset`` (at most the log end offset).
+
+        Segments entirely below the new log start offset are deleted; if that is all of them, the log
+        rolls first so the active segment survives, empty, at the log end offset.
+        """
+        new_start = min(offset, self.log_end_offset)
+        if new_start <= self._log_start_offset:
+            return
+        self._log_start_offset = new_start
+        count = 0
+        while count < len(self._segments) and self._segments[count].next_offset <= new_start:
+            if self._segments[count].size == 0:
+                break
+            count += 1
+        self._delete_oldest(count, wall_clock_ms() if now_ms is None else now_ms)
+
+    def enforce_retention(self, now_ms: int, high_watermark: int | None = None) -> int:
+        """Delete whole segments past ``retention.ms`` or ``retention.bytes``; return how many went.
+
+        Only segments whose offsets are all below ``high_watermark`` (default: the log end offset) may
+        go, and only a prefix of the log. Nothing happens unless cleanup.policy includes delete.
+        """
+        config = self.config
+        if not config.deletes:
+            return 0
+        deleted = 0
+        if config.retention_ms >= 0:
+            deleted += self._delete_prefix(
+                lambda segment: now_ms - segment.largest_timestamp > config.retention_ms, high_watermark, now_ms
+            )
+        if config.retention_bytes >= 0:
+            excess = self.size_bytes() - config.retention_bytes
+
+            def over_size(segment: LogSegment) -> bool:
+                nonlocal excess
+                if excess - segment.size >= 0:
+                    excess -= segment.size
+                    return True
+                return False
+
+            deleted += self._delete_prefix(over_size, high_watermark, now_ms)
+        return deleted
+
+    def _delete_prefix(self, predicate: Callable[[LogSegment], bool], high_watermark: int | None, now_ms: int) -> int:
+        bound = self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)
+        count = 0
+        for index, segment in enumerate(self._segments):
+            is_last = index == len(self._segments) - 1
+            upper = segment.next_offset if is_last else self._segments[index + 1].base_offset
+            if segment.size == 0 or bound < upper or not predicate(segment):
+                break
+            count += 1
+        if count:
+            self._delete_oldest(count, now_ms)
+            log.info(
+                "%s: retention deleted %d segment(s); log start offset is now %d",
+                self.name,
+                count,
+                self._log_start_offset,
+            )
+        return count
+
+    def _delete_oldest(self, count: int, now_ms: int) -> None:
+        """Delete the first ``count`` segments, rolling first if that would leave none."""
+        if count <= 0:
+            return
+        if count >= len(self._segments):
+            count = len(self._segments)
+            self._roll(now_ms)
+        doomed = self._segments[:count]
+        del self._segments[:count]
+        del self._bases[:count]
+        for segment in doomed:
+            segment.delete()
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self._recovery_point = max(self._recovery_point, self._segments[0].base_offset)
+
+    # --- durability --------------------------------------------------------------------------------
+
+    def flush(self, now_ms: int | None = None, *, up_to_offset: int | None = None) -> None:
+        """Fsync everything from the recovery point up to ``up_to_offset`` (default: the log end offset),
+        then move the recovery point there. Blocks the calling thread for the fsyncs.
+
+        To fsync off the event loop, use the three steps it is made of: :meth:`prepare_flush` and
+        :meth:`complete_flush` on the loop, :meth:`PendingFlush.run` in an executor between them.
+        """
+        pending = self.prepare_flush(up_to_offset)
+        if pending is not None:
+            pending.run()
+            self.complete_flush(pending, now_ms)
+
+    def prepare_flush(self, up_to_offset: int | None = None) -> PendingFlush | None:
+        """Pick what to fsync (segments holding offsets from the recovery point to the target) and take
+        duplicate descriptors of those files, so the fsyncs may run on another thread even if the
+        segments are closed or deleted meanwhile. None if there is nothing to do."""
+        target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
+        if target <= self._recovery_point:
+            return None
+        first = self._segment_index_for(self._recovery_point)
+        handles = self._sync_handles([segment for segment in self._segments[first:] if segment.base_offset < target])
+        return PendingFlush(target, self._unflushed_messages if target == self.log_end_offset else 0, handles)
+
+    def complete_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None:
+        """After :meth:`PendingFlush.run` returned: move the recovery point (on the event loop)."""
+        self._recovery_point = max(self._recovery_point, pending.target)
+        self._unflushed_messages = max(self._unflushed_messages - pending.messages, 0)
+        self._last_flush_ms = wall_clock_ms() if now_ms is None else now_ms
+
+    def close(self, *, flush: bool = False) -> None:
+        """Write the active segment's final time index entry and release files; with ``flush``, fsync
+        everything above the recovery point first (a clean shutdown)."""
+        self._segments[-1].on_roll()
+        if flush:
+            first = self._segment_index_for(self._recovery_point)
+            PendingFlush(self.log_end_offset, 0, self._sync_handles(self._segments[first:])).run()
+            self._recovery_point = self.log_end_offset
+            self._unflushed_messages = 0
+        for segment in self._segments:
+            segment.close()
+
+    def delete(self) -> None:
+        for segment in self._segments:
+            segment.delete()
+
+
+# --------------------------------------------------------------------------------------------------
+# The disk engine
+
+
+class DiskLog(SegmentedLog):
+    """A partition log in ``directory`` (``<data dir>/<topic>-<partition>``), in Kafka's layout.
+
+    Build it with :meth:`create` (new, empty) or :meth:`load` (existing, with recovery).
+    """
+
+    def __init__(self, directory: Path, config: LogConfig, now_ms: int) -> None:
+        super().__init__(directory.name, config, now_ms)
+        self.directory = directory
+        self._directory_dirty = True
+
+    @classmethod
+    def create(cls, directory: Path, config: LogConfig, now_ms: int | None = None) -> DiskLog:
+        """A new empty log with one segment at offset 0; the directory is created if missing."""
+        now = wall_clock_ms() if now_ms is None else now_ms
+        directory.mkdir(parents=True, exist_ok=True)
+        disk_log = cls(directory, config, now)
+        disk_log._add_segment(disk_log._new_segment(0, now))
+        return disk_log
+
+    @classmethod
+    def load(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool,
+        now_ms: int | None = None,
+    ) -> DiskLog:
+        """Open the segments in ``directory``; after an unclean shutdown, recover from ``recovery_point``.
+
+        Logs one INFO line per partition that needed recovery, saying what was truncated.
+        """
+        now = wall_clock_ms() if now_ms is None else now_ms
+        disk_log = cls(directory, config, now)
+        base_offsets = disk_log._scan_directory()
+        if not base_offsets:
+            disk_log._add_segment(disk_log._new_segment(max(log_start_offset, 0), now))
+            disk_log._log_start_offset = disk_log._recovery_point = max(log_start_offset, 0)
+            return disk_log
+        recovered: list[str] = []
+        for index, base_offset in enumerate(base_offsets):
+            segment = FileSegment(directory, base_offset, now, create=False)
+            following = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
+            expected_start = disk_log._segments[-1].next_offset if disk_log._segments else base_offset
+            if clean_shutdown or (following is not None and following <= recovery_point):
+                segment.load_trusted(following, config.index_interval_bytes)
+                disk_log._add_segment(segment)
+                continue
+            if base_offset < expected_start:
+                # Overlapping offsets cannot be served; keep what came before and drop the rest.
+                for later_base in base_offsets[index:]:
+                    _delete_segment_files(directory, later_base)
+                segment.close()
+                recovered.append(
+                    f"segment {base_offset} overlaps offsets up to {expected_start}; "
+                    f"deleted it and {len(base_offsets) - index - 1} later segment(s)"
+                )
+                break
+            outcome = segment.recover(config.index_interval_bytes)
+            disk_log._add_segment(segment)
+            if outcome.truncated_bytes:
+                later = base_offsets[index + 1 :]
+                for later_base in later:
+                    _delete_segment_files(directory, later_base)
+                recovered.append(
+                    f"truncated {outcome.truncated_bytes} bytes at offset {segment.next_offset} of segment "
+                    f"{base_offset} ({outcome.reason}) and deleted {len(later)} later segment(s)"
+                )
+                break
+        disk_log._log_start_offset = max(log_start_offset, disk_log._bases[0])
+        if disk_log._log_start_offset > disk_log.log_end_offset:
+            disk_log._log_start_offset = disk_log.log_end_offset
+        if clean_shutdown:
+            disk_log._recovery_point = disk_log.log_end_offset
+        else:
+            # What was just validated is made durable, so the recovery point can move to the end.
+            disk_log._recovery_point = min(recovery_point, disk_log.log_end_offset)
+            disk_log.flush(now)
+            log.info(
+                "Recovered %s from offset %d: %s; log end offset %d",
+                disk_log.name,
+                recovery_point,
+                "; ".join(recovered) or "nothing truncated",
+                disk_log.log_end_offset,
+            )
+        return disk_log
+
+    def _scan_directory(self) -> list[int]:
+        """Base offsets of the ``.log`` files; orphan index files are removed."""
+        bases: set[int] = set()
+        orphans: list[Path] = []
+        for path in self.directory.iterdir():
+            stem, suffix = path.stem, path.suffix
+            if not (len(stem) == 20 and stem.isdigit()):
+                continue
+            if suffix == LOG_SUFFIX:
+                bases.add(int(stem))
+            elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                orphans.append(path)
+        for path in orphans:
+            if int(path.stem) not in bases:
+                path.unlink(missing_ok=True)
+        return sorted(bases)
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        self._directory_dirty = True
+        return FileSegment(self.directory, base_offset, now_ms, create=True)
+
+    def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
+        handles = super()._sync_handles(segments)
+        if self._directory_dirty:  # new segment files must survive in the directory too
+            handles.append(os.open(self.directory, os.O_RDONLY))
+            self._directory_dirty = False
+        return handles
+
+    def delete(self) -> None:
+        """Close and remove the partition directory (renamed to a ``-delete`` name first, as Kafka does)."""
+        self.close()
+        doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}-delete")
+        try:
+            self.directory.rename(doomed)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _delete_segment_files(directory: Path, base_offset: int) -> None:
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        (directory / segment_file_name(base_offset, suffix)).unlink(missing_ok=True)
+
+

@@ -1,0 +1,370 @@
+"""One topic partition: validating appends, serving reads, and waking long-polling fetches.
+
+Theory of operation
+-------------------
+This broker is the only replica, so every partition is led here with leader epoch 0, the
+high watermark equals the log end offset as soon as an append returns, and ``acks=all`` means
+"appended" (plus an fsync when ``log.flush.on.ack`` is set; the handler does that).
+
+An append takes the bytes of one magic-2 batch from a Produce request and checks what Kafka's
+``LogValidator`` checks for a client batch, reading only the 61-byte header: framing, CRC-32C,
+an offset range consistent with the record count, no control batches from clients, a sequence
+when there is a producer id, the size against ``max.message.bytes`` and the max timestamp
+against ``message.timestamp.after.max.ms``. The records are decoded only when the topic forces
+it: a ``compression.type`` other than ``producer`` that differs from the batch's codec
+(the batch is rebuilt with the topic's codec) or a ``message.timestamp.before.max.ms`` bound
+(the smallest timestamp is not in the header). LogAppendTime rewrites the header in place and
+recomputes the CRC. Offsets are assigned by rewriting the base offset in place; the log
+appends the bytes as they are.
+
+Batches with a producer id go through the partition's ``ProducerStateManager`` (see
+``broker.core.producer_state``): before the append, a duplicate of one of the producer's last five
+batches is answered with its original offsets and not written again, and a sequence gap, a fenced
+epoch or a non-transactional write inside an open transaction is refused; after it, the batch is
+recorded. The first transactional batch of a transaction in this partition is first checked with
+the transaction coordinator (``verify_transaction``), so that data of a transaction the
+coordinator does not know can never hold the last stable offset back forever (Kafka's KIP-890
+verification). ``append_marker`` writes the COMMIT/ABORT control batch the coordinator asks for
+and closes the producer's transaction here. The last stable offset is the first offset of the
+oldest open transaction (or the high watermark); read_committed reads stop there and list the
+aborted transactions of the range they return. A segment roll writes a producer state snapshot.
+
+Fetches that find too little data park a ``FetchWaiter`` on each partition they read; every
+append calls the waiters of its partition, which resolve their future once ``min_bytes`` have
+arrived. Timers and futures all live on the event loop, so nothing needs a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.broker.core.log import RecordBatchTooLarge, wall_clock_ms
+from kafkalite.broker.core.producer_state import ProducerStateError, ProducerStateManager
+from kafkalite.broker.core.txn_index import AbortedTxn
+from kafkalite.protocol.compression import Compression
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.exceptions import CorruptRecordError
+from kafkalite.protocol.records import (
+    ControlRecordType,
+    EndTransactionMarker,
+    RecordBatch,
+    TimestampType,
+    build_end_transaction_marker,
+    build_record_batch,
+)
+
+if TYPE_CHECKING:
+    from kafkalite.broker.config import BrokerConfig
+    from kafkalite.broker.core.log import PartitionLog
+    from kafkalite.broker.core.topics import Topic
+
+log = logging.getLogger("kafkalite.partition")
+
+__all__ = ["AppendError", "AppendInfo", "Partition", "ReadInfo", "LEADER_EPOCH"]
+
+LEADER_EPOCH = 0
+_LONG_MAX = (1 << 63) - 1
+_TOPIC_CODECS = {
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+class AppendError(Exception):
+    """A batch refused with a Kafka error code (per partition in the Produce response)."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    base_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+@dataclass(slots=True)
+class ReadInfo:
+    records: list[bytes | bytearray | memoryview]
+    size: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted_transactions: list[AbortedTxn] | None = None  # read_committed only
+
+
+Listener = Callable[["Partition", int], None]
+# Asked before the first transactional batch of a transaction lands here:
+# (producer id, producer epoch, partition) -> NONE, or the error to refuse the batch with.
+TransactionVerifier = Callable[[int, int, "Partition"], ErrorCode]
+
+
+class Partition:
+    """A partition of a topic, backed by a ``PartitionLog``."""
+
+    __slots__ = ("topic", "index", "log", "leader_epoch", "broker_config", "producer_state", "_listeners",
+                 "_active_segment")
+
+    def __init__(self, topic: Topic, index: int, partition_log: PartitionLog, broker_config: BrokerConfig) -> None:
+        self.topic = topic
+        self.broker_config = broker_config
+        self.index = index
+        self.log = partition_log
+        self.leader_epoch = LEADER_EPOCH
+        self._listeners: list[Listener] = []
+        name = f"{topic.name}-{index}"
+        self.producer_state = ProducerStateManager(name, getattr(partition_log, "directory", None))
+        self.producer_state.load(partition_log, wall_clock_ms(), broker_config.get_int("producer.id.expiration.ms"))
+        self._active_segment = partition_log.active_segment_base_offset
+
+    def __repr__(self) -> str:
+        return f"Partition({self.topic.name}-{self.index})"
+
+    # offsets ---------------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, or the high watermark when none is open."""
+        first_unstable = self.producer_state.first_unstable_offset
+        high_watermark = self.log.log_end_offset
+        return high_watermark if first_unstable is None or first_unstable > high_watermark else first_unstable
+
+    # appends ---------------------------------------------------------------------------------
+    def append_from_client(self, records: memoryview | bytes | bytearray, now_ms: int,
+                           verify_transaction: TransactionVerifier | None = None) -> AppendInfo:
+        """Validate the single batch of a Produce request's partition and append it.
+
+        A duplicate of a recent batch of the same producer is not appended: its original offsets
+        are returned.
+        """
+        # The batch is rewritten in place (base offset, leader epoch), so it must be writable:
+        # a view of the connection's receive buffer is; anything else is copied once here.
+        if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
+            data: bytearray | memoryview = records
+        else:
+            data = bytearray(records)
+        try:
+            batch = RecordBatch(data)
+        except CorruptRecordError as exc:
+            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if batch.size != len(records):
+            raise AppendError(ErrorCode.INVALID_RECORD,
+                              "Produce requests with version 3+ must have exactly one record batch per partition")
+        try:
+            batch.validate_crc()
+        except CorruptRecordError as exc:
+            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        config = self.topic.effective.__getitem__  # typed values, derived when the configs change
+        max_message_bytes = config("max.message.bytes")
+        if batch.size > max_message_bytes:
+            raise AppendError(ErrorCode.MESSAGE_TOO_LARGE,
+                              f"The batch of {batch.size} bytes exceeds max.message.bytes {max_message_bytes}")
+        count = batch.records_count
+        if batch.last_offset_delta < 0 or count <= 0 or batch.last_offset_delta + 1 != count:
+            raise AppendError(ErrorCode.INVALID_RECORD,
+                              f"Inconsistent batch offset range (last offset delta {batch.last_offset_delta}) "
+                              f"and record count {count}")
+        if batch.is_control:
+            raise AppendError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
+        producer_id = batch.producer_id
+        timestamp_type = config("message.timestamp.type")
+        log_append = timestamp_type == "LogAppendTime"
+        if producer_id >= 0:
+            if batch.base_sequence < 0:
+                raise AppendError(ErrorCode.INVALID_RECORD, "Invalid sequence number for a batch with a producer id")
+            producer_state = self.producer_state
+            try:
+                duplicate = producer_state.check_client_batch(batch)
+            except ProducerStateError as exc:
+                raise AppendError(exc.error_code, exc.message) from None
+            if duplicate is not None:
+                log.debug("%s: duplicate batch of producer %d (sequences %d-%d) at offset %d", self, producer_id,
+                          duplicate.first_seq, duplicate.last_seq, duplicate.first_offset)
+                return AppendInfo(duplicate.first_offset, duplicate.timestamp if log_append else -1,
+                                  self.log.log_start_offset)
+            if batch.is_transactional and verify_transaction is not None and not producer_state.has_open_transaction(
+                    producer_id):
+                error = verify_transaction(producer_id, batch.producer_epoch, self)
+                if error:
+                    raise AppendError(error, f"Transaction verification of producer {producer_id} epoch "
+                                             f"{batch.producer_epoch} for {self} failed: {ErrorCode(error).name}")
+        elif batch.is_transactional:
+            raise AppendError(ErrorCode.INVALID_RECORD, "A transactional batch needs a producer id")
+        if not log_append:
+            self._check_timestamps(batch, now_ms, config)
+        target = config("compression.type")
+        if target != "producer" and _TOPIC_CODECS.get(target, batch.compression) != batch.compression:
+            data = self._recompress(batch, _TOPIC_CODECS[target], now_ms if log_append else None)
+            batch = RecordBatch(data)
+        elif log_append:
+            batch.set_log_append_time(now_ms)
+        try:
+            base_offset = self._append(batch, data, now_ms)
+        except RecordBatchTooLarge as exc:
+            raise AppendError(ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)) from None
+        return AppendInfo(base_offset, now_ms if log_append else -1, self.log.log_start_offset)
+
+    def append_internal(self, data: bytearray, now_ms: int) -> int:
+        """Append a batch the broker built itself (coordinator records, possibly transactional)."""
+        batch = RecordBatch(data)
+        if batch.is_control:
+            raise ValueError("control batches are written with append_marker")
+        return self._append(batch, data, now_ms)
+
+    def _append(self, batch: RecordBatch, data: bytearray | memoryview, now_ms: int) -> int:
+        """Stamp the leader epoch, append, record the producer's batch, wake waiting fetches."""
+        batch.set_partition_leader_epoch(self.leader_epoch)
+        result = self.log.append(data, now_ms)
+        if batch.producer_id >= 0:
+            self.producer_state.on_data_batch(batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                                              batch.last_sequence, result.base_offset, result.last_offset,
+                                              batch.max_timestamp, batch.is_transactional)
+        if result.segment_base_offset != self._active_segment:
+            self._on_roll(result.segment_base_offset)
+        self._notify(batch.size)
+        return result.base_offset
+
+    def append_marker(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
+                      now_ms: int) -> int:
+        """Write a COMMIT or ABORT marker for the producer's transaction; return its offset.
+
+        Raises :class:`AppendError` when the producer state refuses it (an epoch older than the
+        producer's, or a fenced coordinator epoch).
+        """
+        try:
+            self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        except ProducerStateError as exc:
+            raise AppendError(exc.error_code, exc.message) from None
+        marker = EndTransactionMarker(ControlRecordType.COMMIT if committed else ControlRecordType.ABORT,
+                                      coordinator_epoch)
+        data = build_end_transaction_marker(marker, producer_id=producer_id, producer_epoch=producer_epoch,
+                                            timestamp=now_ms, partition_leader_epoch=self.leader_epoch)
+        result = self.log.append(data, now_ms)
+        self.producer_state.on_marker(producer_id, producer_epoch, committed, coordinator_epoch, result.base_offset,
+                                      now_ms, result.segment_base_offset)
+        if result.segment_base_offset != self._active_segment:
+            self._on_roll(result.segment_base_offset)
+        self._notify(len(data))
+        return result.base_offset
+
+    def _on_roll(self, segment_base_offset: int) -> None:
+        """The log rolled: snapshot the producer state, so a restart replays at most one segment."""
+        self._active_segment = segment_base_offset
+        try:
+            self.producer_state.take_snapshot(self.log.log_end_offset)
+        except OSError as exc:
+            log.warning("%s: could not write a producer state snapshot: %s", self, exc)
+
+    # producer state housekeeping --------------------------------------------------------------
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget producers idle past ``producer.id.expiration.ms``; trim what retention removed."""
+        bases = getattr(self.log, "segment_base_offsets", None)
+        self.producer_state.on_log_start_offset(self.log.log_start_offset,
+                                                list(bases()) if bases is not None else [])
+        return self.producer_state.remove_expired(now_ms, self.broker_config.get_int("producer.id.expiration.ms"))
+
+    def snapshot_producer_state(self) -> None:
+        """Write a producer state snapshot at the log end offset (a clean shutdown)."""
+        self.producer_state.take_snapshot(self.log.log_end_offset)
+
+    def topic_config(self, key: str) -> str:
+        """The effective value of a topic config as Kafka shows it: the override or the broker default."""
+        value = self.topic.configs.get(key)
+        if value is not None:
+            return value
+        return self.broker_config.topic_config_default(key)
+
+    def _check_timestamps(self, batch: RecordBatch, now_ms: int, config: Callable[[str], Any]) -> None:
+        after = config("message.timestamp.after.max.ms")
+        if batch.max_timestamp > now_ms + after and after < _LONG_MAX:
+            raise AppendError(ErrorCode.INVALID_TIMESTAMP,
+                              f"Timestamp {batch.max_timestamp} of a record is more than {after} ms "
+                              "in the future (message.timestamp.after.max.ms)")
+        before = config("message.timestamp.before.max.ms")
+        if before < _LONG_MAX:
+            try:
+                earliest = min(record.timestamp for record in batch.records())
+            except CorruptRecordError as exc:
+                raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+            if earliest < now_ms - before:
+                raise AppendError(ErrorCode.INVALID_TIMESTAMP,
+                                  f"Timestamp {earliest} of a record is more than {before} ms in the past "
+                                  "(message.timestamp.before.max.ms)")
+
+    def _recompress(self, batch: RecordBatch, codec: Compression, log_append_time: int | None) -> bytearray:
+        """Rebuild a batch with the topic's codec (the one path that decodes produced records)."""
+        try:
+            records = list(batch.records())
+        except CorruptRecordError as exc:
+            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        return build_record_batch(
+            records,
+            base_offset=batch.base_offset,
+            compression=codec,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            is_transactional=batch.is_transactional,
+            timestamp_type=TimestampType.LOG_APPEND_TIME if log_append_time is not None else TimestampType.CREATE_TIME,
+            log_append_time=log_append_time,
+        )
+
+    # reads -----------------------------------------------------------------------------------
+    def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
+        """Kafka's check of the leader epoch a client believes in (-1: the client did not say)."""
+        if current_leader_epoch > self.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        if 0 <= current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.NONE
+
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False) -> ReadInfo:
+        """Stored batches from ``offset`` (raises the log's OffsetOutOfRange when outside the log)."""
+        last_stable = self.last_stable_offset
+        upper = last_stable if read_committed else self.high_watermark
+        result = self.log.read(offset, max_bytes, min_one_batch=min_one_batch, upper_bound=upper)
+        aborted: list[AbortedTxn] | None = None
+        if read_committed:
+            aborted = self.producer_state.aborted_transactions(offset, result.next_offset) if result.size else []
+        return ReadInfo(result.chunks, result.size, self.high_watermark, last_stable, self.log.log_start_offset,
+                        aborted)
+
+    # waiting fetches -------------------------------------------------------------------------
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        try:
+            self._listeners.remove(listener)
+        except ValueError:
+            pass
+
+    def close_waiters(self) -> None:
+        """Wake every waiting fetch (the partition is going away)."""
+        self._notify(0)
+        self._listeners.clear()
+
+    def _notify(self, size: int) -> None:
+        if self._listeners:
+            for listener in list(self._listeners):
+                listener(self, size)

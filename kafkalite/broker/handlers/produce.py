@@ -1,0 +1,107 @@
+"""Produce (API key 0), v3-11 served; v0-2 advertised (old librdkafka looks for them) and refused.
+
+Each partition's records must be exactly one magic-2 batch; ``Partition.append_from_client``
+validates it from its header and CRC and appends it without decoding the records. ``acks=0``
+gets no response at all; ``acks=1`` and ``acks=-1`` are answered once the batches are in the
+log (this node is the whole ISR), and with ``log.flush.on.ack=true`` an ``acks=-1`` answer waits
+until the written partitions are fsynced. Errors are per partition, as in Kafka.
+
+Idempotent and transactional batches are checked against the partition's producer state (see
+``broker.core.producer_state``): a retried duplicate is answered with its original base offset and
+not written again; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, a fenced epoch
+INVALID_PRODUCER_EPOCH. The first batch of a transaction in a partition is verified with the
+transaction coordinator (KIP-890): a partition not added to the producer's ongoing transaction is
+refused with INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11, as Kafka answers); while the
+transaction's markers are being written the answer is NOT_ENOUGH_REPLICAS, which every client
+retries (Kafka's translation of CONCURRENT_TRANSACTIONS for Produce).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+
+from kafkalite.broker.core.partition import AppendError, Partition
+from kafkalite.broker.handlers.registry import RequestContext, handles
+from kafkalite.protocol.compression import Compression
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages import ProduceRequest, ProduceResponse
+from kafkalite.protocol.messages.produce_response import PartitionProduceResponse, TopicProduceResponse
+
+_MIN_SERVED_VERSION = 3
+
+
+@handles(api_key=0, min_version=0, max_version=11)
+def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None | Awaitable[
+        ProduceResponse | None]:
+    version = context.api_version
+    acks = request.acks
+    response = ProduceResponse()
+    now_ms = int(time.time() * 1000)
+    written: list[Partition] = []
+    transactions = getattr(context.cluster, "transactions", None)
+    verify = transactions.verify_partition if transactions is not None else None
+    for topic_data in request.topic_data:
+        topic_response = TopicProduceResponse(name=topic_data.name)
+        response.responses.append(topic_response)
+        topic = context.cluster.topics.get(topic_data.name)
+        for partition_data in topic_data.partition_data:
+            result = PartitionProduceResponse(index=partition_data.index, base_offset=-1)
+            topic_response.partition_responses.append(result)
+            if version < _MIN_SERVED_VERSION:
+                result.error_code = ErrorCode.UNSUPPORTED_VERSION
+                result.error_message = "Produce v0-2 (message formats 0 and 1) is not supported; use v3+"
+                continue
+            if acks not in (0, 1, -1):
+                result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
+                continue
+            partition = None if topic is None else topic.partitions[partition_data.index] if (
+                0 <= partition_data.index < len(topic.partitions)) else None
+            if partition is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if partition.topic.internal:
+                result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                result.error_message = f"Cannot append to internal topic {partition.topic.name}"
+                continue
+            records = partition_data.records
+            if records is None or len(records) == 0:
+                result.error_code = ErrorCode.INVALID_RECORD
+                result.error_message = "Produce requests must have exactly one record batch per partition"
+                continue
+            if version < 7 and len(records) > 21 and records[21] & 0x07 == Compression.ZSTD:
+                result.error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+                continue
+            try:
+                appended = partition.append_from_client(records, now_ms, verify)
+            except AppendError as exc:
+                result.error_code = exc.error_code
+                if exc.error_code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
+                    result.error_code = ErrorCode.INVALID_TXN_STATE
+                result.error_message = exc.message
+                result.log_start_offset = partition.log_start_offset
+                continue
+            result.base_offset = appended.base_offset
+            result.log_append_time_ms = appended.log_append_time
+            result.log_start_offset = appended.log_start_offset
+            written.append(partition)
+    if acks == 0:
+        return None
+    if acks == -1 and written and context.cluster.config.get_bool("log.flush.on.ack"):
+        return _flush_then_answer(written, response)
+    return response
+
+
+async def _flush_then_answer(partitions: list[Partition], response: ProduceResponse) -> ProduceResponse:
+    """fsync every partition written by this request, then answer.
+
+    Only the fsync calls leave the event loop; the log's own state is updated back on it.
+    """
+    loop = asyncio.get_running_loop()
+    for partition in partitions:
+        pending = partition.log.prepare_flush()
+        if pending is not None:
+            await loop.run_in_executor(None, pending.run)
+            partition.log.complete_flush(pending)
+    return response

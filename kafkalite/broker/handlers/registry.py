@@ -1,0 +1,82 @@
+"""The one registry of API handlers.
+
+A handler module registers each API it serves with ``@handles(api_key, min_version, max_version)``.
+ApiVersions, the network layer and ``docs/compatibility.md`` all read ``HANDLERS``, so what the
+broker advertises is exactly what it serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kafkalite.protocol.message import Message
+from kafkalite.protocol.messages import REQUESTS, RESPONSES
+
+if TYPE_CHECKING:
+    from kafkalite.broker.core.cluster import Cluster
+
+__all__ = ["ApiHandler", "HANDLERS", "RequestContext", "handles", "HandlerResult"]
+
+# A handler answers with a response, or None when no response is sent (Produce with acks=0);
+# it may be a coroutine when the answer has to wait (long-poll Fetch, JoinGroup...).
+HandlerResult = Message | None | Awaitable[Message | None]
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    cluster: Cluster
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    peer: str  # "host:port" of the client, for log lines
+    connection_id: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiHandler:
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+    request_type: type[Message]
+    response_type: type[Message]
+    handle: Callable[[RequestContext, Any], HandlerResult]
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+HANDLERS: dict[int, ApiHandler] = {}
+
+_F = TypeVar("_F", bound=Callable[..., HandlerResult])
+
+
+def handles(api_key: int, min_version: int, max_version: int) -> Callable[[_F], _F]:
+    """Register the decorated function as the handler of ``api_key`` for these versions."""
+    request_type = REQUESTS[api_key]
+    response_type = RESPONSES[api_key]
+    low, high = request_type.VALID_VERSIONS
+    if not low <= min_version <= max_version <= high:
+        raise ValueError(f"{request_type.NAME}: versions {min_version}-{max_version} outside the schema's {low}-{high}")
+
+    def register(function: _F) -> _F:
+        if api_key in HANDLERS:
+            raise ValueError(f"API key {api_key} registered twice")
+        HANDLERS[api_key] = ApiHandler(
+            api_key=api_key,
+            name=request_type.NAME.removesuffix("Request"),
+            min_version=min_version,
+            max_version=max_version,
+            request_type=request_type,
+            response_type=response_type,
+            handle=function,
+        )
+        return function
+
+    return register

@@ -1,0 +1,328 @@
+"""The network glue: one ``KafkaConnection`` per client socket (``buffer_updated -> parse -> dispatch``).
+
+Framing: an int32 size (checked against ``socket.request.max.bytes`` before anything is allocated),
+then the frame. The connection is an ``asyncio.BufferedProtocol``: the loop receives straight into
+the buffer ``get_buffer`` returns (no ``bytes`` per read). Between frames that is a per-connection
+scratch of ``SCRATCH_BYTES``. A frame complete in the scratch is copied out, and the copy dispatched:
+handlers keep their request (async ones) or views of it (Produce records, until the append) after the
+call, and the next read overwrites the scratch; copying a small frame costs less than a fresh scratch
+per read, and a 100-byte request never pins a whole scratch. A frame not complete in the scratch gets
+a bytearray of exactly its size: the part already read is copied in, the rest is received straight
+into it, and it is dispatched as is. So each byte is copied at most once after the kernel, and most of
+a large Produce never. A size prefix split across reads stays at the front of the scratch.
+
+Dispatch: decode the header, find the handler in the registry, decode the body, call the handler
+with a ``RequestContext``. It answers with a response, None (no response: Produce acks=0) or an
+awaitable of either (run as a task). Responses leave in request order: each request takes a slot in
+``_pending`` and slots are written from the front as they complete.
+
+Bad input (size out of range, malformed header or body, unknown API key, unsupported version)
+is logged once with the peer address and closes this connection only; ApiVersions at an unknown
+version is instead answered in v0 format with UNSUPPORTED_VERSION and the key list, as Kafka does.
+A handler that raises is logged with its traceback and closes the connection.
+
+Back-pressure: reading pauses while ``max_in_flight`` responses are pending or the write buffer is
+above its high-water mark. ``connections.max.idle.ms`` is enforced by a timer that re-arms only when
+it fires (activity just moves a timestamp).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import struct
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, MutableSet
+from functools import partial
+from typing import Any
+
+from kafkalite.broker.handlers.api_versions import api_versions_response
+from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.exceptions import ProtocolError
+from kafkalite.protocol.framing import API_VERSIONS_KEY, encode_response, parse_request
+from kafkalite.protocol.message import Message
+
+__all__ = ["KafkaConnection", "MAX_IN_FLIGHT", "SCRATCH_BYTES"]
+
+log = logging.getLogger("kafkalite.net")
+
+MAX_IN_FLIGHT = 100  # pending responses on one connection before reading pauses
+SCRATCH_BYTES = 64 * 1024  # per connection: what one read between frames may take
+_SIZE = struct.Struct(">i")
+_connection_ids = itertools.count(1)
+
+
+class _Slot:
+    """A request's place in the response order."""
+
+    __slots__ = ("api_key", "api_version", "correlation_id", "done", "response", "task")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
+        self.api_key, self.api_version, self.correlation_id = api_key, api_version, correlation_id
+        self.done = False
+        self.response: Message | None = None
+        self.task: asyncio.Future[Any] | None = None
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
+    """One client connection: framing, dispatch, ordered responses, back-pressure, idle timeout."""
+
+    def __init__(
+        self,
+        cluster: Any,
+        *,
+        max_request_bytes: int,
+        idle_ms: int,
+        handlers: Mapping[int, ApiHandler] = HANDLERS,
+        connections: MutableSet[KafkaConnection] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self._cluster, self._handlers, self._connections, self._clock = cluster, handlers, connections, clock
+        self._max_request_bytes, self._idle_ms, self._max_in_flight = max_request_bytes, idle_ms, max_in_flight
+        self.connection_id = next(_connection_ids)
+        self.peer = "?"
+        self.transport: asyncio.Transport | None = None
+        self._pending: deque[_Slot] = deque()
+        self._scratch = bytearray(SCRATCH_BYTES)  # reads between frames land here...
+        self._scratch_view = memoryview(self._scratch)
+        self._kept = 0  # ...after the bytes of a split size prefix kept at its front
+        self._body: bytearray | None = None  # a frame split across reads, and how much of it is in
+        self._filled = 0
+        self._closed = self._eof = self._draining = False
+        self._write_paused = self._reading_paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self._corked: list[bytes | bytearray | memoryview] | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_activity = clock()
+
+    # asyncio.BufferedProtocol --------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer = (f"[{peer[0]}]:{peer[1]}" if ":" in peer[0] else f"{peer[0]}:{peer[1]}") if peer else "?"
+        self._last_activity = self._clock()
+        if self._connections is not None:
+            self._connections.add(self)
+        if self._idle_ms > 0:
+            self._idle_timer = asyncio.get_running_loop().call_later(self._idle_ms / 1000, self._on_idle_timer)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """Where the next read goes: the rest of a split frame's own buffer, else the scratch."""
+        if self._body is not None:
+            return memoryview(self._body)[self._filled:]
+        return self._scratch_view[self._kept:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._closed:
+            return
+        self._last_activity = self._clock()
+        self._corked = []  # responses ready during this read go out in one writelines
+        try:
+            if self._body is None:
+                self._read_frames(self._kept + nbytes)
+            else:
+                self._filled += nbytes
+                if self._filled == len(self._body):
+                    body, self._body = self._body, None
+                    self._dispatch(body)
+        finally:
+            self._uncork()
+
+    def _read_frames(self, end: int) -> None:
+        """Dispatch the frames in ``scratch[:end]``; give a partial frame its own buffer."""
+        scratch, position = self._scratch, 0
+        while end - position >= 4:
+            size = _SIZE.unpack_from(scratch, position)[0]
+            if not 0 <= size <= self._max_request_bytes:
+                return self._violation(f"sent a request of {size} bytes (socket.request.max.bytes is "
+                                       f"{self._max_request_bytes})")
+            position += 4
+            if end - position < size:
+                self._body, self._filled = bytearray(size), end - position
+                self._body[:self._filled] = self._scratch_view[position:end]
+                position = end
+            else:
+                self._dispatch(scratch[position:position + size])  # a copy: see the module docstring
+                position += size
+                if self._closed:
+                    return
+        self._kept = end - position
+        if position and self._kept:  # a split size prefix (at most 3 bytes) moves to the front
+            scratch[:self._kept] = scratch[position:end]
+
+    def eof_received(self) -> bool:
+        """Half-close from the client: send what is pending, then close."""
+        self._eof = True
+        return bool(self._pending)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._cancel_pending()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        if self._connections is not None:
+            self._connections.discard(self)
+        self._set_drained()
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    # requests and responses ------------------------------------------------------------------
+    def _dispatch(self, frame: bytes | bytearray | memoryview) -> None:
+        try:
+            request = parse_request(frame)
+        except ProtocolError as exc:
+            return self._violation(f"sent a malformed request header: {exc}")
+        api_key, api_version = request.api_key, request.api_version
+        handler = self._handlers.get(api_key)
+        if handler is None:
+            return self._violation(f"sent unknown API key {api_key} (v{api_version})")
+        slot = _Slot(api_key, api_version, request.correlation_id)
+        if not handler.supports(api_version):
+            if api_key != API_VERSIONS_KEY:
+                return self._violation(f"sent {handler.name} v{api_version}; this broker serves "
+                                       f"v{handler.min_version}-{handler.max_version}")
+            slot.api_version, slot.done = 0, True
+            slot.response = api_versions_response(self._handlers, ErrorCode.UNSUPPORTED_VERSION)
+            self._pending.append(slot)
+            return self._flush()
+        try:
+            body = handler.request_type.decode_from(request.body, api_version)
+        except ProtocolError as exc:
+            return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
+        context = RequestContext(self._cluster, api_key, api_version, request.correlation_id,
+                                 request.header.client_id, self.peer, self.connection_id)
+        self._pending.append(slot)
+        try:
+            result = handler.handle(context, body)
+            if result is not None and not isinstance(result, Message):
+                slot.task = asyncio.ensure_future(result)
+                slot.task.add_done_callback(partial(self._completed, slot, handler))
+                return self._update_reading()
+        except Exception:
+            return self._handler_failed(handler, api_version, None)
+        slot.response, slot.done = result, True
+        self._flush()
+
+    def _completed(self, slot: _Slot, handler: ApiHandler, task: asyncio.Future[Any]) -> None:
+        if task.cancelled() or self._closed:
+            return
+        exc = task.exception()
+        if exc is not None:
+            return self._handler_failed(handler, slot.api_version, exc)
+        slot.response, slot.done = task.result(), True
+        self._flush()
+
+    def _flush(self) -> None:
+        """Write every completed response at the front of the queue, in request order."""
+        pending = self._pending
+        while pending and pending[0].done and not self._closed:
+            slot = pending.popleft()
+            if slot.response is None:
+                continue
+            try:
+                buffers = encode_response(slot.response, slot.api_key, slot.api_version, slot.correlation_id)
+            except Exception:
+                log.exception("cannot encode the response to %s (API key %d v%d); closing the connection",
+                              self.peer, slot.api_key, slot.api_version)
+                return self.close()
+            if self._corked is not None:
+                self._corked.extend(buffers)
+            else:
+                self.transport.writelines(buffers)  # type: ignore[union-attr]
+            self._last_activity = self._clock()
+        if not pending:
+            self._set_drained()
+            if self._eof:
+                return self.close()
+        self._update_reading()
+
+    def _handler_failed(self, handler: ApiHandler, api_version: int, exc: BaseException | None) -> None:
+        log.error("%s v%d from %s failed; closing the connection", handler.name, api_version, self.peer,
+                  exc_info=exc if exc is not None else True)
+        self.close()
+
+    def _violation(self, reason: str) -> None:
+        log.warning("closing connection from %s: %s", self.peer, reason)
+        self.close()
+
+    def _update_reading(self) -> None:
+        if self._closed or self.transport is None:
+            return
+        pause = self._write_paused or self._draining or len(self._pending) >= self._max_in_flight
+        if pause != self._reading_paused:
+            self._reading_paused = pause
+            (self.transport.pause_reading if pause else self.transport.resume_reading)()
+
+    # lifecycle -------------------------------------------------------------------------------
+    @property
+    def in_flight(self) -> int:
+        """Requests whose responses have not been written yet."""
+        return len(self._pending)
+
+    def check_idle(self) -> float | None:
+        """Close the connection if idle for ``connections.max.idle.ms``; else the seconds until the
+        next check. A connection with requests in flight is not idle."""
+        limit = self._idle_ms / 1000
+        idle_for = self._clock() - self._last_activity
+        if idle_for < limit:
+            return limit - idle_for
+        if self._pending:
+            return limit
+        log.info("closing connection from %s: idle for %d ms (connections.max.idle.ms)", self.peer, idle_for * 1000)
+        self.close()
+        return None
+
+    def _on_idle_timer(self) -> None:
+        if not self._closed and (delay := self.check_idle()) is not None:
+            self._idle_timer = asyncio.get_running_loop().call_later(delay, self._on_idle_timer)
+
+    def drain(self) -> asyncio.Future[None]:
+        """Stop reading requests; the future completes once every pending response is written."""
+        self._draining = True
+        self._update_reading()
+        if self._drained is None:
+            self._drained = asyncio.get_running_loop().create_future()
+        if self._closed or not self._pending:
+            self._set_drained()
+        return self._drained
+
+    def _uncork(self) -> None:
+        corked, self._corked = self._corked, None
+        if corked and self.transport is not None and not self.transport.is_closing():
+            self.transport.writelines(corked)
+
+    def _set_drained(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def close(self) -> None:
+        """Close after writing what is already buffered; pending handlers are cancelled."""
+        if self._closed:
+            return
+        self._closed = True
+        self._cancel_pending()
+        self._uncork()  # responses to the requests before the one that closes still go out
+        if self.transport is not None:
+            self.transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping unsent data."""
+        self.close()
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _cancel_pending(self) -> None:
+        for slot in self._pending:
+            if slot.task is not None and not slot.task.done():
+                slot.task.cancel()
+        self._pending.clear()

@@ -1,0 +1,158 @@
+"""The broker process: open the cluster state, bind the listeners, run timers, stop cleanly.
+
+``BrokerServer.start`` opens the ``Cluster`` (recovering the data directory), binds every listener
+(port 0 picks a free port), tells the cluster its advertised endpoints with the ports actually bound,
+logs one "listening on ..." line and starts the periodic timer that drives retention, time-based
+rolls and flushes. ``stop`` stops accepting, gives in-flight requests a bounded time to finish,
+closes the connections and closes the cluster cleanly (which writes the clean-shutdown marker).
+``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT for a clean stop, exit status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import signal
+import socket
+import time
+from typing import TYPE_CHECKING
+
+import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
+from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
+from kafkalite.broker.listen import bind_listeners
+from kafkalite.broker.net import KafkaConnection
+
+if TYPE_CHECKING:
+    from kafkalite.broker.core.cluster import Cluster
+
+__all__ = ["BrokerServer", "run"]
+
+log = logging.getLogger("kafkalite.server")
+
+PERIODIC_INTERVAL_S = 1.0
+STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
+
+
+class BrokerServer:
+    """One broker: its cluster state, its listening sockets and its client connections."""
+
+    def __init__(self, config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) -> None:
+        self.config = config
+        self._sockets = sockets  # already bound by the caller, one list per listener
+        self.cluster: Cluster | None = None
+        self.bound: list[Listener] = []  # the listeners with the ports actually bound
+        self.connections: set[KafkaConnection] = set()
+        self._servers: list[asyncio.AbstractServer] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._stopped = False
+
+    async def start(self) -> None:
+        from kafkalite.broker.core.cluster import Cluster, Endpoint
+
+        listeners = self.config.listeners()
+        advertised = self.config.advertised_listeners()
+        names = {listener.name for listener in listeners}
+        for listener in advertised:
+            if listener.name not in names:
+                raise ConfigError(f"advertised listener {listener} has no listener of that name in listeners")
+        cluster = Cluster(self.config)
+        cluster.open()
+        self.cluster = cluster
+        loop = asyncio.get_running_loop()
+        try:
+            bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
+            self._sockets = None
+            for listener, sockets in zip(listeners, bound_sockets):
+                for sock in sockets:
+                    self._servers.append(await loop.create_server(self._new_connection, sock=sock))
+                sockname = sockets[0].getsockname()
+                self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
+        except BaseException:
+            for server in self._servers:
+                server.close()
+            cluster.close(clean=True)
+            raise
+        ports = {listener.name: listener.port for listener in self.bound}
+        cluster.endpoints[:] = [Endpoint(item.name, item.host, item.port or ports[item.name]) for item in advertised]
+        line = ", ".join(str(listener) for listener in self.bound)
+        advertised_line = ", ".join(str(Listener(item.name, item.host, item.port)) for item in cluster.endpoints)
+        if advertised_line != line:
+            line += f" (advertised as {advertised_line})"
+        log.info("listening on %s", line)
+        # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
+        # broker: keep it out of the cyclic collector's full passes, which would rescan it forever.
+        gc.freeze()
+        interval = min(PERIODIC_INTERVAL_S, self.config.get_int("log.retention.check.interval.ms") / 1000)
+        self._schedule_periodic(loop, interval)
+
+    def _new_connection(self) -> KafkaConnection:
+        return KafkaConnection(self.cluster, connections=self.connections,
+                               max_request_bytes=self.config.get_int("socket.request.max.bytes"),
+                               idle_ms=self.config.get_int("connections.max.idle.ms"))
+
+    def _schedule_periodic(self, loop: asyncio.AbstractEventLoop, interval: float) -> None:
+        def tick() -> None:
+            try:
+                self.cluster.periodic(int(time.time() * 1000))  # type: ignore[union-attr]
+            except Exception:
+                log.exception("periodic work failed")
+            if not self._stopped:
+                self._timer = loop.call_later(interval, tick)
+
+        self._timer = loop.call_later(interval, tick)
+
+    async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop accepting, let in-flight requests finish (at most ``grace_s``), close everything."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for server in self._servers:
+            server.close()
+        connections = list(self.connections)
+        drains = [connection.drain() for connection in connections]
+        if drains:
+            await asyncio.wait(drains, timeout=grace_s)
+        for connection in connections:
+            connection.close()
+        for server in self._servers:
+            try:
+                await asyncio.wait_for(server.wait_closed(), timeout=1.0)
+            except asyncio.TimeoutError:
+                pass
+        for connection in list(self.connections):
+            connection.abort()
+        if self.cluster is not None:
+            self.cluster.close(clean=True)
+        log.info("stopped")
+
+
+def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) -> int:
+    """Serve until SIGTERM or SIGINT, then stop cleanly. Returns the process exit status.
+
+    ``sockets``: listening sockets bound before this module was imported (see ``broker.listen``).
+    """
+
+    async def serve() -> int:
+        loop = asyncio.get_running_loop()
+        stop_requested = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop_requested.set)
+        server = BrokerServer(config, sockets)
+        try:
+            await server.start()
+        except (OSError, ConfigError) as exc:
+            log.error("cannot start: %s", exc)
+            return 1
+        await stop_requested.wait()
+        log.info("shutting down")
+        await server.stop()
+        return 0
+
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio still works
+        return asyncio.run(serve())
+    return uvloop.run(serve())

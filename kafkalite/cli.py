@@ -1,0 +1,106 @@
+"""The ``kafkalite`` command.
+
+    kafkalite [serve] [--config server.properties] [--port N] [--listeners ...]
+              [--advertised-listeners ...] [--data-dir DIR] [--memory] [--log-level LEVEL]
+              [--override key=value]... [key=value ...]
+
+``serve`` is the default subcommand, so ``python -m kafkalite --config config/server.properties`` works.
+Configuration precedence, lowest first: defaults, the ``--config`` file, ``KAFKALITE_*`` environment
+variables, ``key=value`` pairs (positional or ``--override``), then the dedicated flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, parse_listener
+from kafkalite.broker.listen import bind_listeners
+
+__all__ = ["build_config", "main"]
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_SUBCOMMANDS = ("serve",)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafkalite", description="A single-node broker that speaks the Kafka protocol.")
+    subcommands = parser.add_subparsers(dest="command")
+    serve = subcommands.add_parser("serve", help="run the broker (the default)",
+                                   description="Run the broker until SIGTERM or SIGINT.")
+    serve.add_argument("--config", metavar="PATH", help="a Kafka server.properties file")
+    serve.add_argument("--port", type=int, help="port of the first listener (0 picks a free one)")
+    serve.add_argument("--listeners", help="listeners, e.g. PLAINTEXT://127.0.0.1:9092")
+    serve.add_argument("--advertised-listeners", help="what clients are told to connect to")
+    serve.add_argument("--data-dir", metavar="DIR", help="data directory (sets log.dirs)")
+    serve.add_argument("--memory", action="store_true", help="keep all data in memory (log.storage=memory)")
+    serve.add_argument("--log-level", default="INFO", type=str.upper,
+                       choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="set any config key")
+    serve.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="set any config key")
+    return parser
+
+
+def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    argv = list(argv)
+    if not argv or (argv[0] not in _SUBCOMMANDS and argv[0] not in ("-h", "--help")):
+        argv.insert(0, "serve")
+    return _parser().parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    """The configuration the arguments describe (file, environment, pairs, then flags)."""
+    overrides: dict[str, str] = {}
+    for pair in [*args.override, *args.pairs]:
+        key, separator, value = pair.partition("=")
+        if not separator or not key.strip():
+            raise ConfigError(f"expected key=value, got {pair!r}")
+        overrides[key.strip()] = value
+    if args.listeners is not None:
+        overrides["listeners"] = args.listeners
+    if args.advertised_listeners is not None:
+        overrides["advertised.listeners"] = args.advertised_listeners
+    if args.data_dir is not None:
+        overrides["log.dirs"] = args.data_dir
+    if args.memory:
+        overrides["log.storage"] = "memory"
+    config = BrokerConfig.load(args.config, overrides)
+    if args.port is not None:
+        config = config.with_overrides(_with_port(config, args.port, rewrite_advertised=args.advertised_listeners is None))
+    return config
+
+
+def _with_port(config: BrokerConfig, port: int, rewrite_advertised: bool) -> dict[str, str]:
+    """Overrides that move the first served listener to ``port`` (and its explicit advertised twin)."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port} is not a port number")
+    first = config.listeners()[0]
+    listeners = [parse_listener(text) for text in config.get_list("listeners")]
+    changes = {"listeners": ",".join(str(Listener(item.name, item.host, port) if item == first else item)
+                                     for item in listeners)}
+    if rewrite_advertised and config.is_set("advertised.listeners"):
+        advertised = config.advertised_listeners()
+        changes["advertised.listeners"] = ",".join(
+            str(Listener(item.name, item.host, port) if item.name == first.name else item) for item in advertised)
+    return changes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    try:
+        config = build_config(args)
+    except (ConfigError, OSError) as exc:
+        print(f"kafkalite: {exc}", file=sys.stderr)
+        return 2
+    # Bind first: clients can connect while the rest of the broker loads and recovers.
+    try:
+        sockets = bind_listeners(config.listeners())
+    except OSError as exc:
+        logging.getLogger("kafkalite.server").error("cannot start: %s", exc)
+        return 1
+    from kafkalite.broker.server import run
+
+    return run(config, sockets)

@@ -1,0 +1,1 @@
+"""The code generator behind ``protocol.messages`` (run ``python -m kafkalite.protocol.codegen``)."""

@@ -1,1 +1,0 @@
-"""The code generator behind ``protocol.messages`` (run ``python -m protocol.codegen``)."""
