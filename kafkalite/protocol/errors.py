@@ -19,13 +19,17 @@ strict and raises ``ValueError`` (useful in tests and in the broker, which must 
 while :meth:`ErrorCode.from_code` and :func:`is_retriable` tolerate it the way the Java client does:
 the code is treated as ``UNKNOWN_SERVER_ERROR``, which is not retriable. Callers that need to report
 the raw number should keep the ``int`` they decoded alongside the member.
+
+:class:`KafkaError` is the one exception that carries a code: code that decides a request's outcome
+raises it, and the code that builds the response turns it into the ``error_code`` (and, where the
+response has one, the ``error_message``) of the resource it concerns.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ErrorCode", "is_retriable"]
+__all__ = ["ErrorCode", "KafkaError", "is_retriable"]
 
 
 class ErrorCode(IntEnum):
@@ -207,3 +211,22 @@ def is_retriable(code: int) -> bool:
     (unknown codes count as ``UNKNOWN_SERVER_ERROR``, which Kafka does not retry).
     """
     return ErrorCode.from_code(code).retriable
+
+
+class KafkaError(Exception):
+    """A failure that a Kafka response reports as ``error_code`` (and ``error_message``).
+
+    ``message`` defaults to the code's own description; ``retriable`` is the code's.
+    """
+
+    def __init__(self, error_code: ErrorCode, message: str | None = None) -> None:
+        self.error_code = error_code
+        self.message = message if message is not None else error_code.message
+        super().__init__(self.message)
+
+    @property
+    def retriable(self) -> bool:
+        return self.error_code.retriable
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.error_code.name}, {self.message!r})"
