@@ -24,7 +24,12 @@ Compression wraps a whole inner message set, compressed, in the value of one *wr
 
 :class:`LegacyRecordBatch` is one log entry (a plain message or a wrapper) as a view over its bytes;
 :func:`protocol.records.iter_batches` yields it for magic 0/1 entries. :func:`build_legacy_message_set`
-writes a message set, for instance to down-convert stored batches for Fetch v0-3.
+writes a message set, for instance to down-convert stored batches for Fetch v0-3. Layouts are in
+``docs/record-batch.md``.
+
+This module does not import :mod:`protocol.records` (which imports it): what both need, such as
+:class:`~protocol.records.Record` and :class:`~protocol.records.TimestampType`, lives in
+``protocol._record_common``.
 """
 
 from __future__ import annotations
@@ -35,9 +40,9 @@ from collections.abc import Iterable, Iterator
 from itertools import pairwise
 from typing import Final
 
+from kafkalite.protocol._record_common import LOG_OVERHEAD, NO_SEQUENCE, NO_TIMESTAMP, Buffer, Record, TimestampType
 from kafkalite.protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress
 from kafkalite.protocol.exceptions import CorruptRecordError
-from kafkalite.protocol.records import LOG_OVERHEAD, NO_SEQUENCE, NO_TIMESTAMP, Record, TimestampType
 
 __all__ = [
     "LEGACY_RECORD_OVERHEAD_V0",
@@ -45,8 +50,6 @@ __all__ = [
     "LegacyRecordBatch",
     "build_legacy_message_set",
 ]
-
-Buffer = bytes | bytearray | memoryview
 
 LEGACY_RECORD_OVERHEAD_V0: Final = 14
 """Smallest magic-0 message (crc, magic, attributes, key length, value length): its ``message_size`` floor."""

@@ -1,6 +1,6 @@
 """Record batches (magic 2), their records, transaction markers, and walking a ``records`` blob.
 
-Two kinds of object, as ARCHITECTURE.md asks:
+Two kinds of object:
 
 * **Raw batches.** :class:`RecordBatch` is the 61-byte magic-2 header parsed over the batch's bytes; it
   holds a ``memoryview`` and never copies the records area. This is what the broker's hot paths use:
@@ -15,10 +15,15 @@ Two kinds of object, as ARCHITECTURE.md asks:
 Transaction markers are control batches holding one record; :func:`build_end_transaction_marker` and
 :meth:`RecordBatch.end_transaction_marker` write and read them.
 
-Layouts are in ``shared/kafka-protocol/RECORD_BATCH.md``. Records use zig-zag varints (at most 5 bytes)
-and varlongs (at most 10), exposed here as :func:`encode_varint` and friends. Anything malformed raises
+Layouts are in ``docs/record-batch.md``. Records use zig-zag varints (at most 5 bytes) and varlongs
+(at most 10), exposed here as :func:`encode_varint` and friends. Anything malformed raises
 :class:`~protocol.exceptions.CorruptRecordError`; no length read from the input is trusted before it is
 checked against the bytes actually present.
+
+Imports point one way: this module imports :mod:`protocol.legacy_records` (for :func:`iter_batches`),
+and both import what they share (:class:`Record`, :class:`TimestampType`, ``LOG_OVERHEAD``,
+``NO_SEQUENCE``, ``NO_TIMESTAMP``) from ``protocol._record_common``; ``legacy_records`` never imports
+this module. Those shared names are re-exported here, where callers import them from.
 """
 
 from __future__ import annotations
@@ -27,15 +32,21 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from kafkalite.protocol._crc32c import crc32c
-
+from kafkalite.protocol._record_common import (
+    LOG_OVERHEAD,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    Buffer,
+    Header,
+    Record,
+    TimestampType,
+)
 from kafkalite.protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress
 from kafkalite.protocol.exceptions import CorruptRecordError
-
-if TYPE_CHECKING:
-    from kafkalite.protocol.legacy_records import LegacyRecordBatch
+from kafkalite.protocol.legacy_records import LegacyRecordBatch
 
 __all__ = [
     "LOG_OVERHEAD", "RECORD_BATCH_OVERHEAD", "NO_PARTITION_LEADER_EPOCH", "NO_PRODUCER_EPOCH", "NO_PRODUCER_ID",
@@ -45,18 +56,11 @@ __all__ = [
     "decode_varint", "decode_varlong", "encode_varint", "encode_varlong",
 ]  # fmt: skip
 
-Buffer = bytes | bytearray | memoryview
-Header = tuple[str, bytes | None]
-
-LOG_OVERHEAD: Final = 12
-"""Bytes before a batch's (or legacy entry's) length-counted part: base offset int64 + length int32."""
 RECORD_BATCH_OVERHEAD: Final = 61
 """Size of the magic-2 batch header, ``LOG_OVERHEAD`` included."""
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
-NO_SEQUENCE: Final = -1
 NO_PARTITION_LEADER_EPOCH: Final = -1
-NO_TIMESTAMP: Final = -1
 
 _INT32_MAX: Final = 2**31 - 1
 _INT32_MIN: Final = -(2**31)
@@ -92,14 +96,6 @@ _CONTROL_KEY: Final = struct.Struct(">hh")  # version, type
 _END_TXN_MARKER_VALUE: Final = struct.Struct(">hi")  # version, coordinator epoch
 
 
-class TimestampType(IntEnum):
-    """What a batch's timestamps mean (attributes bit 3). Magic 0 messages have no timestamp at all."""
-
-    NO_TIMESTAMP_TYPE = -1
-    CREATE_TIME = 0
-    LOG_APPEND_TIME = 1
-
-
 class ControlRecordType(IntEnum):
     """The type in a control record's key. Types 2-6 are KRaft-internal; anything else is UNKNOWN."""
 
@@ -128,23 +124,6 @@ class ControlRecordType(IntEnum):
             return cls(type_id)
         except ValueError:
             return cls.UNKNOWN
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One decoded record.
-
-    ``offset`` and ``timestamp`` are absolute (with LogAppendTime, the batch's max timestamp).
-    ``sequence`` is the producer sequence number, or -1 when the batch has no base sequence. Magic 0/1
-    records have no headers, and magic 0 records carry timestamp -1.
-    """
-
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[Header, ...] = ()
-    sequence: int = NO_SEQUENCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -791,9 +770,6 @@ def iter_batches(records: Buffer) -> Iterator[RecordBatch | LegacyRecordBatch]:
         if magic == 2:
             yield RecordBatch(view[position : position + size])
         elif magic < 2:
-            # Imported here because legacy_records imports this module; the magic-2 path never pays for it.
-            from kafkalite.protocol.legacy_records import LegacyRecordBatch
-
             yield LegacyRecordBatch(view[position : position + size])
         else:
             raise CorruptRecordError(f"batch at byte {position} has unknown magic {magic}")
