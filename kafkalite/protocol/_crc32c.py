@@ -34,7 +34,8 @@ def _load() -> Callable[..., int]:
                     module: Any = importlib.util.module_from_spec(spec)
                     loader.exec_module(module)
                     sys.modules.setdefault(name, module)
-                    return module.crc32c  # type: ignore[no-any-return]
+                    function: Callable[..., int] = module.crc32c
+                    return function
     except (ImportError, OSError, AttributeError):
         pass
     from crc32c import crc32c as imported

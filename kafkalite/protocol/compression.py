@@ -36,7 +36,7 @@ from enum import IntEnum
 from typing import Final
 
 import cramjam
-import lz4.frame  # type: ignore[import-untyped]
+import lz4.frame
 import zstandard
 
 from kafkalite.protocol.exceptions import CorruptRecordError, ProtocolError

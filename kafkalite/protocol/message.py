@@ -6,11 +6,11 @@ versions; ``encode(version)`` and ``decode(buffer, version)`` are the whole publ
 
 from __future__ import annotations
 
+import builtins
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.primitives import Reader, Writer
@@ -30,7 +30,7 @@ class FieldSpec:
     tag: int | None = None
     tagged_versions: str = "none"
     ignorable: bool = False
-    struct: type[Struct] | None = None  # the element class of a struct or array-of-struct field
+    struct: builtins.type[Struct] | None = None  # the element class of a struct or array-of-struct field
 
 
 class Struct:
@@ -48,7 +48,7 @@ class Struct:
     FIELD_NAMES: ClassVar[tuple[str, ...]] = ()
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = ()
 
-    _values: ClassVar[Callable[[Any], Any]] = staticmethod(lambda instance: ())
+    _values: ClassVar[staticmethod[[Any], Any]] = staticmethod(lambda instance: ())
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -62,14 +62,14 @@ class Struct:
             return NotImplemented
         return bool(self._values(self) == self._values(other))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable on purpose: instances are mutable values
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELD_NAMES)
         return f"{self.__class__.__name__}({fields})"
 
     @classmethod
-    def read(cls, reader: Reader, version: int) -> Struct:  # pragma: no cover - generated
+    def read(cls, reader: Reader, version: int) -> Self:  # pragma: no cover - generated
         raise NotImplementedError
 
     def write(self, writer: Writer, version: int) -> None:  # pragma: no cover - generated
@@ -121,7 +121,7 @@ class Message(Struct):
         """Decode from a reader positioned at the body (after a header), leaving it at the end."""
         cls.check_version(version)
         try:
-            return cls.read(reader, version)  # type: ignore[return-value]
+            return cls.read(reader, version)
         except ProtocolError:
             raise
         except (struct.error, IndexError, ValueError, OverflowError, RecursionError) as exc:

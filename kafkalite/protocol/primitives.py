@@ -19,16 +19,16 @@ without copying the stored batches.
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, TypeVar, Union
+from typing import Any, Protocol, Self, TypeAlias, TypeVar
+from uuid import UUID
 
 from kafkalite.protocol.exceptions import ProtocolError
 
 
 class _Readable(Protocol):
     @classmethod
-    def read(cls, reader: Reader, version: int) -> _Readable: ...
+    def read(cls, reader: Reader, version: int) -> Self: ...
 
 
 class _Writable(Protocol):
@@ -57,14 +57,14 @@ _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
 _FLOAT64 = struct.Struct(">d")
 
-ZERO_UUID = uuid.UUID(int=0)
+ZERO_UUID = UUID(int=0)
 
 # Marks a constructor argument left out, for fields whose default is a fresh list or struct.
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET", "__slots__": ()})()
 
 # A ``records`` value: bytes-like, or a sequence of bytes-like chunks sent one after another
 # (a Fetch response built from several stored slices without joining them).
-Records = Union[bytes, bytearray, memoryview, Sequence[Union[bytes, bytearray, memoryview]]]
+Records: TypeAlias = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
 
 # Tagged fields the schema does not know, kept as (tag, raw value) so they survive a round trip.
 TaggedFields = list[tuple[int, bytes]]
@@ -103,47 +103,47 @@ class Reader:
 
     # fixed width -----------------------------------------------------------------------------
     def int8(self) -> int:
-        value = _INT8.unpack_from(self.view, self.pos)[0]
+        value: int = _INT8.unpack_from(self.view, self.pos)[0]
         self.pos += 1
-        return value  # type: ignore[no-any-return]
+        return value
 
     def bool_(self) -> bool:
         value = self.int8()
         return value != 0
 
     def int16(self) -> int:
-        value = _INT16.unpack_from(self.view, self.pos)[0]
+        value: int = _INT16.unpack_from(self.view, self.pos)[0]
         self.pos += 2
-        return value  # type: ignore[no-any-return]
+        return value
 
     def uint16(self) -> int:
-        value = _UINT16.unpack_from(self.view, self.pos)[0]
+        value: int = _UINT16.unpack_from(self.view, self.pos)[0]
         self.pos += 2
-        return value  # type: ignore[no-any-return]
+        return value
 
     def int32(self) -> int:
-        value = _INT32.unpack_from(self.view, self.pos)[0]
+        value: int = _INT32.unpack_from(self.view, self.pos)[0]
         self.pos += 4
-        return value  # type: ignore[no-any-return]
+        return value
 
     def uint32(self) -> int:
-        value = _UINT32.unpack_from(self.view, self.pos)[0]
+        value: int = _UINT32.unpack_from(self.view, self.pos)[0]
         self.pos += 4
-        return value  # type: ignore[no-any-return]
+        return value
 
     def int64(self) -> int:
-        value = _INT64.unpack_from(self.view, self.pos)[0]
+        value: int = _INT64.unpack_from(self.view, self.pos)[0]
         self.pos += 8
-        return value  # type: ignore[no-any-return]
+        return value
 
     def float64(self) -> float:
-        value = _FLOAT64.unpack_from(self.view, self.pos)[0]
+        value: float = _FLOAT64.unpack_from(self.view, self.pos)[0]
         self.pos += 8
-        return value  # type: ignore[no-any-return]
+        return value
 
-    def uuid(self) -> uuid.UUID:
+    def uuid(self) -> UUID:
         start = self._need(16)
-        return uuid.UUID(bytes=bytes(self.view[start : start + 16]))
+        return UUID(bytes=bytes(self.view[start : start + 16]))
 
     # varints ---------------------------------------------------------------------------------
     def uvarint(self) -> int:
@@ -277,13 +277,13 @@ class Reader:
             return None
         return [self.string(flexible) for _ in range(count)]
 
-    def uuid_array(self, flexible: bool) -> list[uuid.UUID]:
+    def uuid_array(self, flexible: bool) -> list[UUID]:
         count = self.array_length(flexible)
         if count < 0:
             raise ProtocolError("null value in a non-nullable array")
         return [self.uuid() for _ in range(count)]
 
-    def nullable_uuid_array(self, flexible: bool) -> list[uuid.UUID] | None:
+    def nullable_uuid_array(self, flexible: bool) -> list[UUID] | None:
         count = self.array_length(flexible)
         if count < 0:
             return None
@@ -399,7 +399,7 @@ class Writer:
     def float64(self, value: float) -> None:
         self.buf += _FLOAT64.pack(value)
 
-    def uuid(self, value: uuid.UUID) -> None:
+    def uuid(self, value: UUID) -> None:
         self.buf += value.bytes
 
     def uvarint(self, value: int) -> None:
@@ -492,7 +492,7 @@ class Writer:
         for value in values:
             self.string(value, flexible)
 
-    def uuid_array(self, values: Sequence[uuid.UUID] | None, flexible: bool) -> None:
+    def uuid_array(self, values: Sequence[UUID] | None, flexible: bool) -> None:
         if values is None:
             self._length(-1, flexible)
             return

@@ -150,23 +150,47 @@ def strip_comments(text: str) -> tuple[str, list[str]]:
     return "".join(out), comments
 
 
+def _optional_str(raw: dict[str, object], key: str) -> str | None:
+    """A string property that may be absent; anything else than a string is a schema error."""
+    value = raw.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"schema property {key!r} is {value!r}, expected a string")
+
+
+def _int(raw: dict[str, object], key: str) -> int:
+    """An integer property, written in the schemas as a number or a numeric string."""
+    value = raw[key]
+    if isinstance(value, (int, str)):
+        return int(value)
+    raise ValueError(f"schema property {key!r} is {value!r}, expected an integer")
+
+
+def _objects(raw: dict[str, object], key: str) -> list[dict[str, object]]:
+    """A list of JSON objects (the ``fields`` of a struct)."""
+    value = raw[key]
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ValueError(f"schema property {key!r} is not a list of objects")
+    return value
+
+
 def _parse_field(raw: dict[str, object]) -> Field:
-    tagged = VersionRange.parse(raw.get("taggedVersions"))  # type: ignore[arg-type]
+    tagged = VersionRange.parse(_optional_str(raw, "taggedVersions"))
     flexible_override = raw.get("flexibleVersions")
     return Field(
         name=str(raw["name"]),
         type=str(raw["type"]),
         versions=VersionRange.parse(str(raw["versions"])),
-        nullable_versions=VersionRange.parse(raw.get("nullableVersions")),  # type: ignore[arg-type]
+        nullable_versions=VersionRange.parse(_optional_str(raw, "nullableVersions")),
         tagged_versions=tagged,
-        tag=int(raw["tag"]) if "tag" in raw else None,  # type: ignore[call-overload]
+        tag=_int(raw, "tag") if "tag" in raw else None,
         default=raw.get("default"),
         ignorable=bool(raw.get("ignorable", False)),
         about=str(raw.get("about", "")),
         flexible_versions=VersionRange.parse(str(flexible_override)) if flexible_override is not None else None,
         map_key=bool(raw.get("mapKey", False)),
-        entity_type=raw.get("entityType"),  # type: ignore[arg-type]
-        fields=[_parse_field(f) for f in raw["fields"]] if "fields" in raw else None,  # type: ignore[union-attr]
+        entity_type=_optional_str(raw, "entityType"),
+        fields=[_parse_field(f) for f in _objects(raw, "fields")] if "fields" in raw else None,
     )
 
 
