@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import typing as _t
-import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
@@ -256,7 +255,7 @@ class ApiVersionsResponse(_m.Message):
                 _sub = _p.Writer()
                 _sub.struct_array(self.finalized_features, version, True)
                 _tagged.append((2, _sub.getvalue()))
-            if self.zk_migration_ready != False and version >= 3:
+            if self.zk_migration_ready and version >= 3:
                 _sub = _p.Writer()
                 _sub.bool_(self.zk_migration_ready)
                 _tagged.append((3, _sub.getvalue()))

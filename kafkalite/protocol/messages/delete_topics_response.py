@@ -58,7 +58,7 @@ class DeletableTopicResult(_m.Struct):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 4
-        writer.nullable_string(self.name, _flexible) if version >= 6 else writer.string(self.name, _flexible)
+        writer.nullable_string(self.name, _flexible) if version >= 6 else writer.string(_p.not_null(self.name, 'Name'), _flexible)
         if version >= 6:
             writer.uuid(self.topic_id)
         writer.int16(self.error_code)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import typing as _t
-import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
@@ -153,7 +152,7 @@ class JoinGroupResponse(_m.Message):
         writer.int32(self.generation_id)
         if version >= 7:
             writer.nullable_string(self.protocol_type, _flexible)
-        writer.nullable_string(self.protocol_name, _flexible) if version >= 7 else writer.string(self.protocol_name, _flexible)
+        writer.nullable_string(self.protocol_name, _flexible) if version >= 7 else writer.string(_p.not_null(self.protocol_name, 'ProtocolName'), _flexible)
         writer.string(self.leader, _flexible)
         if version >= 9:
             writer.bool_(self.skip_assignment)

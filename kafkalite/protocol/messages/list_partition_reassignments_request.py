@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import typing as _t
-import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p

@@ -48,7 +48,7 @@ class MetadataRequestTopic(_m.Struct):
         _flexible = version >= 9
         if version >= 10:
             writer.uuid(self.topic_id)
-        writer.nullable_string(self.name, _flexible) if version >= 10 else writer.string(self.name, _flexible)
+        writer.nullable_string(self.name, _flexible) if version >= 10 else writer.string(_p.not_null(self.name, 'Name'), _flexible)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

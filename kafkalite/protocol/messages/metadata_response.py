@@ -207,7 +207,7 @@ class MetadataResponseTopic(_m.Struct):
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 9
         writer.int16(self.error_code)
-        writer.nullable_string(self.name, _flexible) if version >= 12 else writer.string(self.name, _flexible)
+        writer.nullable_string(self.name, _flexible) if version >= 12 else writer.string(_p.not_null(self.name, 'Name'), _flexible)
         if version >= 10:
             writer.uuid(self.topic_id)
         if version >= 1:
