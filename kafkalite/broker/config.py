@@ -16,7 +16,7 @@ thread-pool sizes, ZooKeeper or KRaft quorum settings loads unchanged.
 Topic configs (``TOPIC_KEYS``: ``retention.ms``, ``segment.bytes``...) take their default from broker
 keys, in Kafka's precedence and with unit translation: ``retention.ms`` comes from ``log.retention.ms``,
 else ``log.retention.minutes`` x 60 000, else ``log.retention.hours`` x 3 600 000.
-``log_config(topic_overrides)`` turns the merged result into the storage layer's ``LogConfig``.
+``topic_settings(topic_overrides)`` gives the merged result as a typed :class:`TopicConfig`.
 """
 
 from __future__ import annotations
@@ -26,18 +26,16 @@ import os
 import re
 import socket
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
-from kafkalite.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from kafkalite.broker.core.log import LogConfig
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
     "BROKER_KEYS",
+    "CONFIG_KEYS",
     "BrokerConfig",
     "ConfigEntry",
     "ConfigError",
@@ -48,6 +46,7 @@ __all__ = [
     "ENV_PREFIX",
     "Listener",
     "TOPIC_KEYS",
+    "TopicConfig",
     "parse_listener",
     "read_properties",
 ]
@@ -90,12 +89,11 @@ class ConfigSource(IntEnum):
     DEFAULT_CONFIG = 5
 
 
-class ConfigError(ValueError):
-    """An unknown key or a bad value; ``error_code`` is what a Kafka response should carry."""
+class ConfigError(KafkaError):
+    """An unknown key or a bad value; ``error_code`` is what a Kafka response carries (INVALID_CONFIG unless said)."""
 
     def __init__(self, message: str, error_code: ErrorCode = ErrorCode.INVALID_CONFIG) -> None:
-        super().__init__(message)
-        self.error_code = error_code
+        super().__init__(error_code, message)
 
 
 _INTEGER_RANGES = {ConfigType.SHORT: 2**15, ConfigType.INT: 2**31, ConfigType.LONG: 2**63}
@@ -104,6 +102,9 @@ _INTEGER_RANGES = {ConfigType.SHORT: 2**15, ConfigType.INT: 2**31, ConfigType.LO
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     """One known key: its type, default (a parsed value; None = no value), checks and documentation.
+
+    Every key lives in one table, ``CONFIG_KEYS``: the properties parser, DescribeConfigs, the
+    per-topic configs, the group and transaction settings and ``config/server.properties`` all read it.
 
     Topic keys name their broker-level defaults in ``synonyms``: ``(broker key, multiplier)`` pairs in
     precedence order; the first broker key that has a value, times its multiplier, is the default.
@@ -120,6 +121,10 @@ class ConfigKey:
     sensitive: bool = False
     alias_of: str | None = None
     synonyms: tuple[tuple[str, int], ...] = ()
+    per_topic: bool = False  # a topic config (CreateTopics, AlterConfigs on a topic) rather than a broker key
+    section: str = ""  # its heading in config/server.properties
+    kafka_default: str | None = None  # Apache Kafka's default, where kafkalite's differs (``doc`` says why)
+    shipped: bool = False  # set (to its default) in the shipped config/server.properties
 
     def parse(self, raw: str) -> Any:
         """The typed value of ``raw``; ConfigError names the key when it is not valid."""
@@ -167,7 +172,7 @@ class ConfigKey:
             return None
         if isinstance(value, bool):
             return "true" if value else "false"
-        if isinstance(value, list):
+        if isinstance(value, (list, tuple)):
             return ",".join(value)
         return str(value)
 
@@ -183,24 +188,29 @@ _B, _S, _I, _L, _D, _LIST = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.I
                              ConfigType.DOUBLE, ConfigType.LIST)
 
 
-def _table(*keys: ConfigKey) -> dict[str, ConfigKey]:
-    table: dict[str, ConfigKey] = {}
-    for key in keys:
-        if key.name in table:
-            raise ValueError(f"config key {key.name} defined twice")
-        table[key.name] = key
-    return table
+def _table(per_topic: bool, *items: str | ConfigKey) -> tuple[ConfigKey, ...]:
+    """Keys in order; a string starts a section (a heading of ``config/server.properties``)."""
+    section = ""
+    keys: list[ConfigKey] = []
+    for item in items:
+        if isinstance(item, str):
+            section = item
+        else:
+            keys.append(replace(item, per_topic=per_topic, section=section))
+    return tuple(keys)
 
 
 # The broker keys. `dynamic=True` marks what AlterConfigs may change at run time (Kafka's
 # dynamically updatable log and broker defaults); everything else is read-only once started.
-BROKER_KEYS: dict[str, ConfigKey] = _table(
-    # identity and listeners
-    ConfigKey("node.id", _I, 1, "The id of this node (KRaft name; broker.id is accepted as an alias).", at_least=0),
+_BROKER_TABLE: tuple[ConfigKey, ...] = _table(
+    False,  # broker keys
+    "Identity and listeners",
+    ConfigKey("node.id", _I, 1, "The id of this node (KRaft name; broker.id is accepted as an alias).", at_least=0, shipped=True),
     ConfigKey("broker.id", _I, None, "Alias of node.id (the ZooKeeper-era name).", alias_of="node.id"),
     ConfigKey("broker.rack", _S, None, "The rack of this broker, reported in Metadata."),
     ConfigKey("listeners", _LIST, ["PLAINTEXT://localhost:9092"],
-              "Addresses to listen on, NAME://host:port; an empty host or 0.0.0.0 binds every interface; port 0 picks a free port."),
+              "Addresses to listen on, NAME://host:port; an empty host or 0.0.0.0 binds every interface; port 0 picks a free port. "
+              "kafkalite listens on localhost unless told otherwise.", kafka_default="PLAINTEXT://:9092", shipped=True),
     ConfigKey("advertised.listeners", _LIST, None,
               "Addresses given to clients in Metadata and FindCoordinator; default: listeners, with a wildcard host replaced by this machine's host name."),
     ConfigKey("listener.security.protocol.map", _LIST,
@@ -208,13 +218,13 @@ BROKER_KEYS: dict[str, ConfigKey] = _table(
               "Security protocol of each listener name, NAME:PROTOCOL; only PLAINTEXT is served."),
     ConfigKey("controller.listener.names", _LIST, None,
               "KRaft controller listener names; accepted for compatibility and not served (there is no controller quorum)."),
-    # storage
+    "Storage",
     ConfigKey("log.dirs", _LIST, None, "Data directories; the first one is used. Default: log.dir."),
-    ConfigKey("log.dir", _S, "./data", "The data directory, used when log.dirs is not set."),
+    ConfigKey("log.dir", _S, "./data", "The data directory, used when log.dirs is not set.", shipped=True),
     ConfigKey("log.storage", _S, "disk",
               "kafkalite: 'disk' keeps Kafka's on-disk layout in log.dirs; 'memory' keeps everything in memory (lost at exit).",
-              valid=("disk", "memory")),
-    ConfigKey("log.segment.bytes", _I, 1024**3, "Largest size of one log segment file.", at_least=14, dynamic=True),
+              valid=("disk", "memory"), shipped=True),
+    ConfigKey("log.segment.bytes", _I, 1024**3, "Largest size of one log segment file.", at_least=14, dynamic=True, shipped=True),
     ConfigKey("log.roll.ms", _L, None, "Roll a new segment after this time (ms); overrides log.roll.hours.",
               at_least=1, dynamic=True),
     ConfigKey("log.roll.hours", _I, 168, "Roll a new segment after this time (hours).", at_least=1, dynamic=True),
@@ -226,10 +236,10 @@ BROKER_KEYS: dict[str, ConfigKey] = _table(
               at_least=-1, dynamic=True),
     ConfigKey("log.retention.minutes", _I, None, "Delete segments older than this (minutes); overrides hours.",
               at_least=-1, dynamic=True),
-    ConfigKey("log.retention.hours", _I, 168, "Delete segments older than this (hours).", at_least=-1, dynamic=True),
+    ConfigKey("log.retention.hours", _I, 168, "Delete segments older than this (hours).", at_least=-1, dynamic=True, shipped=True),
     ConfigKey("log.retention.bytes", _L, -1, "Delete old segments while a partition is larger than this (-1 = no limit).",
               dynamic=True),
-    ConfigKey("log.retention.check.interval.ms", _L, 300_000, "How often retention is applied (ms).", at_least=1),
+    ConfigKey("log.retention.check.interval.ms", _L, 300_000, "How often retention is applied (ms).", at_least=1, shipped=True),
     ConfigKey("log.segment.delete.delay.ms", _L, 60_000, "Delay before a deleted segment's files are removed (ms).",
               at_least=0, dynamic=True),
     ConfigKey("log.index.interval.bytes", _I, 4096, "Bytes of records between two offset-index entries.",
@@ -245,7 +255,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _table(
     ConfigKey("log.flush.offset.checkpoint.interval.ms", _I, 60_000, "How often the recovery point is checkpointed (ms).",
               at_least=0),
     ConfigKey("log.flush.on.ack", _B, False,
-              "kafkalite: fsync the partition before answering a Produce with acks=all (Kafka relies on replication instead; a single node has none)."),
+              "kafkalite: fsync the partition before answering a Produce with acks=all (Kafka relies on replication instead; a single node has none).", shipped=True),
     ConfigKey("log.preallocate", _B, False, "Preallocate segment files.", dynamic=True),
     ConfigKey("log.cleanup.policy", _LIST, ["delete"], "Default cleanup policy: delete, compact or both.",
               valid=_CLEANUP_POLICIES, dynamic=True),
@@ -258,7 +268,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _table(
               at_least=1, dynamic=True),
     ConfigKey("log.cleaner.min.cleanable.ratio", _D, 0.5, "Least dirty ratio before a log is compacted.",
               at_least=0, at_most=1, dynamic=True),
-    # records
+    "Records",
     ConfigKey("message.max.bytes", _I, 1_048_588, "Largest record batch the broker accepts (bytes).", at_least=0, dynamic=True),
     ConfigKey("compression.type", _S, "producer",
               "Compression of stored batches: 'producer' keeps the producer's codec.", valid=_COMPRESSION_TYPES, dynamic=True),
@@ -271,19 +281,21 @@ BROKER_KEYS: dict[str, ConfigKey] = _table(
     ConfigKey("log.message.downconversion.enable", _B, True, "Down-convert batches for old Fetch versions.", dynamic=True),
     ConfigKey("min.insync.replicas", _I, 1, "Replicas that must acknowledge acks=all writes.", at_least=1, dynamic=True),
     ConfigKey("unclean.leader.election.enable", _B, False, "Allow out-of-sync replicas to become leader.", dynamic=True),
-    # topics
-    ConfigKey("num.partitions", _I, 1, "Partitions of an auto-created topic.", at_least=1),
+    "Topics",
+    ConfigKey("num.partitions", _I, 1, "Partitions of an auto-created topic.", at_least=1, shipped=True),
     ConfigKey("default.replication.factor", _I, 1, "Replication factor of an auto-created topic.", at_least=1),
-    ConfigKey("auto.create.topics.enable", _B, True, "Create a topic when Metadata or Produce names an unknown one."),
+    ConfigKey("auto.create.topics.enable", _B, True, "Create a topic when Metadata or Produce names an unknown one.", shipped=True),
     ConfigKey("delete.topic.enable", _B, True, "Allow DeleteTopics."),
-    # network and requests
-    ConfigKey("socket.request.max.bytes", _I, 104_857_600, "Largest request frame; a bigger one closes the connection.", at_least=1),
-    ConfigKey("connections.max.idle.ms", _L, 600_000, "Close connections idle for this long (ms; 0 or less never closes them)."),
+    "Network and requests",
+    ConfigKey("socket.request.max.bytes", _I, 104_857_600, "Largest request frame; a bigger one closes the connection.", at_least=1, shipped=True),
+    ConfigKey("connections.max.idle.ms", _L, 600_000, "Close connections idle for this long (ms; 0 or less never closes them).", shipped=True),
     ConfigKey("fetch.max.bytes", _I, 57_671_680, "Largest Fetch response (bytes).", at_least=1024),
     ConfigKey("max.incremental.fetch.session.cache.slots", _I, 1000, "Most incremental fetch sessions kept.", at_least=0),
-    # groups and committed offsets
-    ConfigKey("group.initial.rebalance.delay.ms", _I, 3000, "Wait this long for more members before the first rebalance of a new group (ms).",
-              at_least=0),
+    "Groups and committed offsets",
+    ConfigKey("group.initial.rebalance.delay.ms", _I, 0,
+              "Wait this long for more members before the first rebalance of a new group (ms). A development "
+              "broker answers the first consumer at once, as Kafka's own container images do.",
+              at_least=0, kafka_default="3000", shipped=True),
     ConfigKey("group.min.session.timeout.ms", _I, 6000, "Smallest session timeout a member may ask for (ms)."),
     ConfigKey("group.max.session.timeout.ms", _I, 1_800_000, "Largest session timeout a member may ask for (ms)."),
     ConfigKey("group.max.size", _I, INT_MAX, "Most members in one consumer group.", at_least=1),
@@ -298,11 +310,11 @@ BROKER_KEYS: dict[str, ConfigKey] = _table(
     ConfigKey("offsets.retention.check.interval.ms", _L, 600_000, "How often stale committed offsets are removed (ms).", at_least=1),
     ConfigKey("offsets.topic.num.partitions", _I, 50, "Partitions of __consumer_offsets.", at_least=1),
     ConfigKey("offsets.topic.replication.factor", ConfigType.SHORT, 1,
-              "Replication factor of __consumer_offsets (Kafka defaults to 3; a single node holds 1).", at_least=1),
+              "Replication factor of __consumer_offsets (Kafka defaults to 3; a single node holds 1).", at_least=1, kafka_default="3", shipped=True),
     ConfigKey("offsets.topic.segment.bytes", _I, 104_857_600, "Segment size of __consumer_offsets.", at_least=1),
     ConfigKey("offsets.commit.timeout.ms", _I, 5000, "How long an offset commit may wait for its write (ms).", at_least=1),
     ConfigKey("offset.metadata.max.bytes", _I, 4096, "Largest metadata string of a committed offset."),
-    # transactions and producer ids
+    "Transactions and producer ids",
     ConfigKey("transaction.max.timeout.ms", _I, 900_000, "Largest transaction timeout a producer may ask for (ms).", at_least=1),
     ConfigKey("transactional.id.expiration.ms", _I, 604_800_000, "Forget a transactional id unused for this long (ms).", at_least=1),
     ConfigKey("producer.id.expiration.ms", _I, 86_400_000, "Forget an idempotent producer's state after this long without writes (ms).",
@@ -310,8 +322,8 @@ BROKER_KEYS: dict[str, ConfigKey] = _table(
     ConfigKey("producer.id.expiration.check.interval.ms", _I, 600_000, "How often expired producer ids are removed (ms).", at_least=1),
     ConfigKey("transaction.state.log.num.partitions", _I, 50, "Partitions of __transaction_state.", at_least=1),
     ConfigKey("transaction.state.log.replication.factor", ConfigType.SHORT, 1,
-              "Replication factor of __transaction_state (Kafka defaults to 3; a single node holds 1).", at_least=1),
-    ConfigKey("transaction.state.log.min.isr", _I, 1, "min.insync.replicas of __transaction_state.", at_least=1),
+              "Replication factor of __transaction_state (Kafka defaults to 3; a single node holds 1).", at_least=1, kafka_default="3", shipped=True),
+    ConfigKey("transaction.state.log.min.isr", _I, 1, "min.insync.replicas of __transaction_state (a single node holds 1 replica).", at_least=1, kafka_default="2", shipped=True),
     ConfigKey("transaction.state.log.segment.bytes", _I, 104_857_600, "Segment size of __transaction_state.", at_least=1),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, 10_000,
               "How often timed-out transactions are aborted (ms).", at_least=1),
@@ -320,7 +332,9 @@ BROKER_KEYS: dict[str, ConfigKey] = _table(
 )
 
 # The topic keys (CreateTopics, AlterConfigs, IncrementalAlterConfigs, DescribeConfigs on topics).
-TOPIC_KEYS: dict[str, ConfigKey] = _table(
+_TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
+    True,  # per-topic keys
+    "Topic configs",
     ConfigKey("cleanup.policy", _LIST, None, "delete, compact, or compact,delete.", valid=_CLEANUP_POLICIES,
               synonyms=(("log.cleanup.policy", 1),)),
     ConfigKey("compression.type", _S, None, "Codec of stored batches; 'producer' keeps the producer's.",
@@ -369,6 +383,52 @@ TOPIC_KEYS: dict[str, ConfigKey] = _table(
               synonyms=(("unclean.leader.election.enable", 1),)),
     ConfigKey("preallocate", _B, None, "Preallocate segment files.", synonyms=(("log.preallocate", 1),)),
 )
+
+
+def _index(keys: Iterable[ConfigKey]) -> dict[str, ConfigKey]:
+    table: dict[str, ConfigKey] = {}
+    for key in keys:
+        if key.name in table:
+            raise ValueError(f"config key {key.name} defined twice")
+        table[key.name] = key
+    return table
+
+
+CONFIG_KEYS: tuple[ConfigKey, ...] = _BROKER_TABLE + _TOPIC_TABLE
+"""Every key kafkalite honours: the broker keys, then the per-topic keys (``per_topic``)."""
+BROKER_KEYS: dict[str, ConfigKey] = _index(key for key in CONFIG_KEYS if not key.per_topic)
+TOPIC_KEYS: dict[str, ConfigKey] = _index(key for key in CONFIG_KEYS if key.per_topic)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """Every per-topic key's effective, typed value for one topic: ``max.message.bytes`` is
+    ``max_message_bytes``. Long.MAX_VALUE stays as it is (Kafka's "never"); lists are tuples."""
+
+    cleanup_policy: tuple[str, ...]
+    compression_type: str
+    delete_retention_ms: int
+    file_delete_delay_ms: int
+    flush_messages: int
+    flush_ms: int
+    index_interval_bytes: int
+    max_message_bytes: int
+    message_downconversion_enable: bool
+    message_timestamp_type: str
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
+    min_insync_replicas: int
+    retention_bytes: int
+    retention_ms: int
+    segment_bytes: int
+    segment_index_bytes: int
+    segment_ms: int
+    segment_jitter_ms: int
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    min_cleanable_dirty_ratio: float
+    unclean_leader_election_enable: bool
+    preallocate: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,13 +559,22 @@ def _keys_from_environ(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 _reported_unknown: set[str] = set()
+_Settings = TypeVar("_Settings")
+
+
+def config_field(key: str, scale: int = 1) -> Any:
+    """A settings dataclass field that mirrors broker key ``key`` (times ``scale``, for unit changes):
+    its default is the table's, and :meth:`BrokerConfig.settings` fills it from the configuration."""
+    default = BROKER_KEYS[key].default
+    default = tuple(default) if isinstance(default, list) else default * scale
+    return field(default=default, metadata={"config_key": key, "scale": scale})
 
 
 class BrokerConfig:
     """The broker's configuration: static values (file, environment, overrides) plus dynamic ones.
 
     Read with ``get`` and the typed ``get_int``/``get_bool``/``get_str``/``get_list``; derived values
-    with ``data_dir``, ``listeners``, ``advertised_listeners`` and ``log_config``.
+    with ``data_dir``, ``listeners``, ``advertised_listeners`` and ``topic_settings``.
     """
 
     def __init__(self, static: Mapping[str, str] | None = None) -> None:
@@ -602,6 +671,22 @@ class BrokerConfig:
             return [item.strip() for item in value.split(",") if item.strip()]
         return list(value)
 
+    def settings(self, cls: type[_Settings]) -> _Settings:
+        """An instance of a settings dataclass whose fields are made with :func:`config_field`, holding
+        this configuration's values (lists as tuples; an empty list keeps the default)."""
+        values: dict[str, Any] = {}
+        for item in fields(cls):  # type: ignore[arg-type]  # cls is a dataclass, which a TypeVar cannot say
+            key = item.metadata.get("config_key")
+            if key is None:
+                continue
+            value = self.get(key)
+            if isinstance(value, list):
+                if value:
+                    values[item.name] = tuple(value)
+            elif value is not None:
+                values[item.name] = value * item.metadata["scale"]
+        return cls(**values)
+
     # derived values --------------------------------------------------------------------------
     def data_dir(self) -> Path | None:
         """The data directory (the first of log.dirs, else log.dir); None when log.storage=memory."""
@@ -674,24 +759,14 @@ class BrokerConfig:
         """Every topic key's typed value for a topic with these overrides (unknown keys are ignored)."""
         return {key: self.topic_config(key, topic_overrides) for key in TOPIC_KEYS}
 
-    def log_config(self, topic_overrides: Mapping[str, str] | None = None) -> LogConfig:
-        """The storage layer's ``LogConfig`` for a topic: broker defaults merged with its overrides.
+    def topic_settings(self, topic_overrides: Mapping[str, str] | None = None) -> TopicConfig:
+        """A topic's effective configs as typed attributes (the override, else the broker default).
 
-        Topic keys map to ``LogConfig`` fields by name (``segment.bytes`` -> ``segment_bytes``);
-        fields ``LogConfig`` does not have are left out.
-        """
-        from kafkalite.broker.core.log import LogConfig
-
-        accepted = {field.name for field in fields(LogConfig)}
-        values: dict[str, Any] = {}
-        for key, value in self.effective_topic_config(topic_overrides).items():
-            if isinstance(value, list):
-                value = ",".join(value)  # cleanup.policy: "compact,delete"
-            elif key in ("flush.messages", "flush.ms") and value == LONG_MAX:
-                value = None  # Long.MAX_VALUE: never
-            values[key.replace(".", "_")] = value
-        values["flush_on_ack"] = self.get_bool("log.flush.on.ack")
-        return LogConfig(**{name: value for name, value in values.items() if name in accepted})
+        Built once when a topic's overrides or a broker default change, so that the produce and fetch
+        paths read attributes rather than looking keys up."""
+        values = self.effective_topic_config(topic_overrides)
+        return TopicConfig(**{key.replace(".", "_"): tuple(value) if isinstance(value, list) else value
+                              for key, value in values.items()})
 
     # dynamic broker configs ------------------------------------------------------------------
     def set_broker_config(self, key: str, value: str | None, cluster_default: bool = False) -> None:

@@ -120,7 +120,7 @@ class BrokerServer:
         for server in self._servers:
             try:
                 await asyncio.wait_for(server.wait_closed(), timeout=1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         for connection in list(self.connections):
             connection.abort()
@@ -132,7 +132,7 @@ class BrokerServer:
 def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) -> int:
     """Serve until SIGTERM or SIGINT, then stop cleanly. Returns the process exit status.
 
-    ``sockets``: listening sockets bound before this module was imported (see ``broker.listen``).
+    ``sockets``: listening sockets bound before this module was imported (see ``kafkalite.broker.listen``).
     """
 
     async def serve() -> int:

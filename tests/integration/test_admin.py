@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
-from confluent_kafka.admin import AclOperation, AdminClient, AlterConfigOpType, ConfigEntry, ConfigSource
+from confluent_kafka.admin import AclOperation, AdminClient, AlterConfigOpType, ConfigEntry, ConfigSource, ResourceType
 from confluent_kafka.admin import ConfigResource as ConfluentConfigResource
 from confluent_kafka.admin import NewPartitions as ConfluentNewPartitions
 from confluent_kafka.admin import NewTopic as ConfluentNewTopic
-from confluent_kafka.admin import ResourceType
 from kafka import errors as kafka_errors
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
 from kafka.structs import TopicPartition

@@ -34,8 +34,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicCollection
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
-                                  NewPartitions, NewTopic, ResourceType)
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 
 from kafkalite.protocol.records import RecordBatchBuilder
 

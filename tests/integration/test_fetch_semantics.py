@@ -37,8 +37,14 @@ from kafka.structs import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.framing import encode_request, parse_response_header
 from kafkalite.protocol.message import Message
-from kafkalite.protocol.messages import (FetchRequest, FetchResponse, MetadataRequest, MetadataResponse, ProduceRequest,
-                               ProduceResponse)
+from kafkalite.protocol.messages import (
+    FetchRequest,
+    FetchResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic, ForgottenTopic
 from kafkalite.protocol.messages.fetch_response import PartitionData
 from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic

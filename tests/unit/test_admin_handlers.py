@@ -32,7 +32,11 @@ from kafkalite.protocol.messages import (
 from kafkalite.protocol.messages.alter_configs_request import AlterableConfig as LegacyConfig
 from kafkalite.protocol.messages.alter_configs_request import AlterConfigsResource as LegacyResource
 from kafkalite.protocol.messages.create_partitions_request import CreatePartitionsAssignment, CreatePartitionsTopic
-from kafkalite.protocol.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig
+from kafkalite.protocol.messages.create_topics_request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+)
 from kafkalite.protocol.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from kafkalite.protocol.messages.delete_topics_request import DeleteTopicState
 from kafkalite.protocol.messages.describe_configs_request import DescribeConfigsResource

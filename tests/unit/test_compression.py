@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 with warnings.catch_warnings():  # kafka-python's import trips importlib.resources deprecations
     warnings.simplefilter("ignore", DeprecationWarning)
-    import kafka.codec
 
 from kafkalite.protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress, xxh32
 from kafkalite.protocol.exceptions import CorruptRecordError, ProtocolError

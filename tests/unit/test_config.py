@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-import types
-from dataclasses import dataclass
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from kafkalite.cli import _parse_args, build_config
 from kafkalite.broker.config import (
     BROKER_KEYS,
     LONG_MAX,
     TOPIC_KEYS,
     BrokerConfig,
+    TopicConfig,
     ConfigError,
     ConfigSource,
     ConfigType,
@@ -22,6 +20,9 @@ from kafkalite.broker.config import (
     parse_listener,
     read_properties,
 )
+from kafkalite.broker.core.log.partition_log import LogConfig
+from kafkalite.broker.core.topics import log_config
+from kafkalite.cli import _parse_args, build_config
 from kafkalite.protocol.errors import ErrorCode
 
 NO_ENV: dict[str, str] = {}
@@ -124,36 +125,39 @@ def test_topic_override_beats_the_broker_default() -> None:
     assert config.effective_topic_config({"segment.bytes": "2048"})["segment.bytes"] == 2048
 
 
-@dataclass(frozen=True, slots=True)
-class FakeLogConfig:
-    segment_bytes: int
-    segment_ms: int
-    retention_ms: int
-    flush_messages: int | None
-    flush_ms: int | None
-    cleanup_policy: str
-
-
-def test_log_config_merges_and_translates(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_module = types.ModuleType("kafkalite.broker.core.log")
-    fake_module.LogConfig = FakeLogConfig  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "kafkalite.broker.core.log", fake_module)
+def test_log_config_merges_and_translates() -> None:
     config = BrokerConfig({"log.retention.minutes": "10", "log.segment.bytes": "4096"})
-    log_config = config.log_config({"cleanup.policy": "compact,delete", "segment.ms": "99"})
-    assert log_config == FakeLogConfig(segment_bytes=4096, segment_ms=99, retention_ms=600_000,
-                                       flush_messages=None, flush_ms=None, cleanup_policy="compact,delete")
-    assert config.log_config({"flush.messages": "1"}).flush_messages == 1
+    storage = log_config(config.topic_settings({"cleanup.policy": "compact,delete", "segment.ms": "99"}))
+    assert (storage.segment_bytes, storage.segment_ms, storage.retention_ms, storage.flush_messages, storage.flush_ms,
+            storage.cleanup_policy) == (4096, 99, 600_000, None, None, "compact,delete")
+    assert log_config(config.topic_settings({"flush.messages": "1"})).flush_messages == 1
 
 
 def test_log_config_builds_the_storage_layers_log_config() -> None:
-    try:
-        from kafkalite.broker.core.log import LogConfig
-    except ImportError:
-        pytest.skip("broker.core.log is not there yet")
-    log_config = BrokerConfig({"log.retention.hours": "1"}).log_config({"segment.bytes": "1024"})
-    assert isinstance(log_config, LogConfig)
-    assert log_config.retention_ms == 3_600_000
-    assert log_config.segment_bytes == 1024
+    storage = log_config(BrokerConfig({"log.retention.hours": "1"}).topic_settings({"segment.bytes": "1024"}))
+    assert isinstance(storage, LogConfig)
+    assert storage.retention_ms == 3_600_000
+    assert storage.segment_bytes == 1024
+
+
+def test_log_config_from_kafka_topic_keys() -> None:
+    settings = BrokerConfig().topic_settings(
+        {"retention.ms": "3600000", "segment.bytes": "1024", "flush.messages": str(2**63 - 1), "unknown.key": "x"})
+    storage = log_config(settings)
+    assert (storage.retention_ms, storage.segment_bytes, storage.flush_messages) == (3_600_000, 1024, None)
+    assert settings.flush_ms == 2**63 - 1  # Kafka's "never", as DescribeConfigs shows it
+    for key, bad in (("segment.bytes", "10"), ("retention.ms", "-2"), ("cleanup.policy", "shred"), ("segment.ms", "x")):
+        with pytest.raises(ConfigError):
+            BrokerConfig().validate_topic_config(key, bad)
+
+
+def test_the_storage_defaults_are_the_config_tables() -> None:
+    assert log_config(BrokerConfig().topic_settings()) == LogConfig()
+
+
+def test_topic_settings_has_a_field_per_topic_key() -> None:
+    names = {field.name for field in dataclasses.fields(TopicConfig)}
+    assert names == {key.replace(".", "_") for key in TOPIC_KEYS}
 
 
 # topic config validation ------------------------------------------------------------------------

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.core.cluster import Cluster
-from kafkalite.broker.core.group_classic import ClassicGroup, ClassicState, JoinRequest, JoinResult, SyncResult
-from kafkalite.broker.core.group_timers import ManualTimers
-from kafkalite.broker.core.groups import GroupCoordinator, GroupSettings
+from kafkalite.broker.core.group.classic_group import ClassicGroup, ClassicState, JoinRequest, JoinResult, SyncResult
+from kafkalite.broker.core.group.coordinator import GroupCoordinator
+from kafkalite.broker.core.group.store import GroupSettings
+from kafkalite.broker.core.group.timers import ManualTimers
 from kafkalite.protocol.errors import ErrorCode
 
 GROUP = "group-a"
@@ -34,13 +35,13 @@ class Harness:
         self.timers = ManualTimers()
         values = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 1000, **settings}
         self.settings = GroupSettings(**values)
-        self.coordinator = GroupCoordinator(self.cluster, self.timers, self.settings)
+        self.coordinator = self.cluster.build_group_coordinator(self.timers, self.settings)
         self.coordinator.open()
 
     def reload(self) -> GroupCoordinator:
         """A new coordinator on the same data: what a broker restart does."""
         self.coordinator.close()
-        self.coordinator = GroupCoordinator(self.cluster, self.timers, self.settings)
+        self.coordinator = self.cluster.build_group_coordinator(self.timers, self.settings)
         self.coordinator.open()
         return self.coordinator
 

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalite.broker.core.group_assignors import MemberSpec, assign_range, assign_uniform
-from kafkalite.broker.core.group_consumer import ConsumerGroup, HeartbeatRequest, HeartbeatResult, MemberState
-from kafkalite.broker.core.groups import OffsetToCommit
+from kafkalite.broker.core.group.assignors import MemberSpec, assign_range, assign_uniform
+from kafkalite.broker.core.group.consumer_group import ConsumerGroup, MemberState
+from kafkalite.broker.core.group.consumer_rebalance import ConsumerHeartbeat, ConsumerHeartbeatResult
+from kafkalite.broker.core.group.coordinator import OffsetToCommit
 from kafkalite.protocol.errors import ErrorCode
 from tests.unit.test_groups_classic import Harness
 
@@ -35,9 +36,9 @@ class Member:
         self.epoch = 0
         self.owned: Owned = []
 
-    def heartbeat(self, *, epoch: int | None = None, full: bool = False) -> HeartbeatResult:
+    def heartbeat(self, *, epoch: int | None = None, full: bool = False) -> ConsumerHeartbeatResult:
         joining = self.epoch == 0
-        result = self.harness.coordinator.consumer.heartbeat(HeartbeatRequest(
+        result = self.harness.coordinator.consumer.heartbeat(ConsumerHeartbeat(
             group_id=GROUP, member_id=self.member_id, member_epoch=self.epoch if epoch is None else epoch,
             instance_id=self.instance_id, rebalance_timeout_ms=REBALANCE_MS if joining or full else -1,
             subscribed_topic_names=self.topics if joining or full else None, server_assignor=self.assignor,
@@ -51,8 +52,8 @@ class Member:
     def partitions(self) -> set[int]:
         return {p for _, partitions in self.owned for p in partitions}
 
-    def leave(self, static: bool = False) -> HeartbeatResult:
-        return self.harness.coordinator.consumer.heartbeat(HeartbeatRequest(
+    def leave(self, static: bool = False) -> ConsumerHeartbeatResult:
+        return self.harness.coordinator.consumer.heartbeat(ConsumerHeartbeat(
             group_id=GROUP, member_id=self.member_id, member_epoch=-2 if static else -1,
             instance_id=self.instance_id))
 
@@ -200,13 +201,13 @@ def test_static_member_leaves_temporarily_and_its_successor_keeps_the_assignment
 
 def test_invalid_requests(harness: Harness) -> None:
     heartbeat = harness.coordinator.consumer.heartbeat
-    assert heartbeat(HeartbeatRequest("", "m", 0)).error is ErrorCode.INVALID_REQUEST
-    assert heartbeat(HeartbeatRequest(GROUP, "m", 0, rebalance_timeout_ms=1, owned=[],
+    assert heartbeat(ConsumerHeartbeat("", "m", 0)).error is ErrorCode.INVALID_REQUEST
+    assert heartbeat(ConsumerHeartbeat(GROUP, "m", 0, rebalance_timeout_ms=1, owned=[],
                                       subscribed_topic_names=[])).error is ErrorCode.INVALID_REQUEST
-    assert heartbeat(HeartbeatRequest(GROUP, "m", 0, subscribed_topic_names=["t"],
+    assert heartbeat(ConsumerHeartbeat(GROUP, "m", 0, subscribed_topic_names=["t"],
                                       owned=[])).error is ErrorCode.INVALID_REQUEST  # no rebalance timeout
-    assert heartbeat(HeartbeatRequest(GROUP, "m", -7)).error is ErrorCode.INVALID_REQUEST
-    result = heartbeat(HeartbeatRequest(GROUP, "m", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"], owned=[],
+    assert heartbeat(ConsumerHeartbeat(GROUP, "m", -7)).error is ErrorCode.INVALID_REQUEST
+    result = heartbeat(ConsumerHeartbeat(GROUP, "m", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"], owned=[],
                                         server_assignor="fancy"))
     assert result.error is ErrorCode.UNSUPPORTED_ASSIGNOR and "uniform" in (result.error_message or "")
 
@@ -221,7 +222,7 @@ def test_range_assignor_and_regex_subscription(harness: Harness) -> None:
     assert {(names[t], tuple(p)) for t, p in first.owned} | {(names[t], tuple(p)) for t, p in second.owned} == {
         ("u-1", (0,)), ("u-1", (1,)), ("u-2", (0,)), ("u-2", (1,))}
     assert len({tuple(p) for _, p in first.owned}) == 1  # co-partitioned: the same index of both topics
-    regex = harness.coordinator.consumer.heartbeat(HeartbeatRequest(
+    regex = harness.coordinator.consumer.heartbeat(ConsumerHeartbeat(
         "regex-group", "r1", 0, rebalance_timeout_ms=1000, subscribed_topic_regex="u-.*", owned=[]))
     assert regex.error is ErrorCode.NONE
     assert sorted(names[t] for t, _ in regex.assignment or []) == ["u-1", "u-2"]

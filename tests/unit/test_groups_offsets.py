@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafkalite.broker.core.group_classic import ClassicGroup, ClassicState
-from kafkalite.broker.core.group_records import (
+from kafkalite.broker.core.group.classic_group import ClassicGroup, ClassicState
+from kafkalite.broker.core.group.coordinator import OffsetToCommit
+from kafkalite.broker.core.group.records import (
     ClassicGroupRecord,
     ClassicMemberRecord,
     OffsetAndMetadata,
@@ -17,7 +18,6 @@ from kafkalite.broker.core.group_records import (
     decode_offset_value,
     encode_offset_value,
 )
-from kafkalite.broker.core.groups import OffsetToCommit
 from kafkalite.protocol.errors import ErrorCode
 from tests.unit.test_groups_classic import GROUP, Harness
 

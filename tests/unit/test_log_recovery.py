@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.core.log import DiskLog, LogConfig
-from kafkalite.broker.core.log_manager import (
+from kafkalite.broker.core.log.disk import DiskLog, FileSegment
+from kafkalite.broker.core.log.manager import (
     CLEAN_SHUTDOWN_FILE,
     LogManager,
     parse_partition_directory,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from kafkalite.broker.core.log_segment import FileSegment
-from kafkalite.broker.core.memory_log import MemoryLog
+from kafkalite.broker.core.log.memory import MemoryLog
+from kafkalite.broker.core.log.partition_log import LogConfig
 from kafkalite.protocol.records import RecordBatch, iter_batches
 from tests.unit.test_log import HOUR, T0, make_batch
 

@@ -11,16 +11,16 @@ from hypothesis import strategies as st
 
 from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.core.cluster import Cluster
-from kafkalite.broker.core.partition import AppendError, Partition
-from kafkalite.broker.core.producer_state import (
+from kafkalite.broker.core.log.producer_state import (
     ProducerStateEntry,
     ProducerStateManager,
     decode_snapshot,
     encode_snapshot,
     in_sequence,
 )
+from kafkalite.broker.core.partition import Partition
 from kafkalite.protocol.compression import Compression
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
 
 INT32_MAX = 2**31 - 1
@@ -55,7 +55,7 @@ def stored_batches(partition: Partition) -> list[RecordBatch]:
 
 
 def refused(partition: Partition, data: bytearray, code: ErrorCode, **kwargs: object) -> None:
-    with pytest.raises(AppendError) as info:
+    with pytest.raises(KafkaError) as info:
         partition.append_from_client(data, NOW, **kwargs)  # type: ignore[arg-type]
     assert info.value.error_code == code, info.value.message
 
@@ -210,7 +210,7 @@ def test_the_first_transactional_batch_is_verified_with_the_coordinator() -> Non
 def test_markers_from_an_older_epoch_are_refused() -> None:
     partition = make_partition(open_cluster(None))
     partition.append_from_client(batch(2, 5, 0, transactional=True), NOW)
-    with pytest.raises(AppendError) as info:
+    with pytest.raises(KafkaError) as info:
         partition.append_marker(2, 4, True, 0, NOW)
     assert info.value.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     partition.append_marker(2, 6, False, 0, NOW)  # a fencing abort with a bumped epoch
@@ -221,8 +221,8 @@ def test_idle_producers_expire_but_not_with_an_open_transaction() -> None:
     partition = make_partition(open_cluster(None, **{"producer.id.expiration.ms": "1000"}))
     partition.append_from_client(batch(1, 0, 0), NOW)
     partition.append_from_client(batch(2, 0, 0, transactional=True), NOW)
-    assert partition.remove_expired_producers(NOW + 999) == 0
-    assert partition.remove_expired_producers(NOW + 5000) == 1
+    assert partition.remove_expired_producers(NOW + 999, 1000) == 0
+    assert partition.remove_expired_producers(NOW + 5000, 1000) == 1
     assert list(partition.producer_state.producers) == [2]
     partition.append_from_client(batch(1, 0, 77), NOW)  # forgotten: any sequence again
 
@@ -316,6 +316,6 @@ def test_retention_drops_aborted_transactions_and_index_files_of_deleted_segment
     files = sorted((tmp_path / "orders-0").glob("*.txnindex"))
     assert len(files) >= 2
     partition.log.delete_records_before(partition.log_end_offset - 1)
-    partition.remove_expired_producers(NOW)
+    partition.remove_expired_producers(NOW, 86_400_000)
     assert [t.producer_id for t in partition.producer_state.aborted.entries] == [12]
     assert len(sorted((tmp_path / "orders-0").glob("*.txnindex"))) == 1

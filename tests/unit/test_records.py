@@ -29,7 +29,6 @@ with warnings.catch_warnings():  # kafka-python's import trips importlib.resourc
 
 from kafkalite.protocol.compression import Compression, compress, xxh32
 from kafkalite.protocol.exceptions import CorruptRecordError, ProtocolError
-from tests.unit.kafka_python_codecs import plug_kafka_python_codecs
 from kafkalite.protocol.legacy_records import LegacyRecordBatch, build_legacy_message_set
 from kafkalite.protocol.records import (
     RECORD_BATCH_OVERHEAD,
@@ -47,6 +46,7 @@ from kafkalite.protocol.records import (
     encode_varlong,
     iter_batches,
 )
+from tests.unit.kafka_python_codecs import plug_kafka_python_codecs
 
 ALL_CODECS = list(Compression)
 LEGACY_CODECS = [Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ4]

@@ -10,10 +10,10 @@ import pytest
 
 from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.core.cluster import Cluster
-from kafkalite.broker.core.groups import OffsetToCommit
-from kafkalite.broker.core.transactions import TransactionCoordinator
-from kafkalite.broker.core.txn_producer_ids import PRODUCER_ID_FILE
-from kafkalite.broker.core.txn_state import (
+from kafkalite.broker.core.group.coordinator import OffsetToCommit
+from kafkalite.broker.core.txn.coordinator import TransactionCoordinator
+from kafkalite.broker.core.txn.producer_ids import PRODUCER_ID_FILE
+from kafkalite.broker.core.txn.state import (
     IllegalTransition,
     TransactionMetadata,
     TransactionState,
@@ -24,7 +24,7 @@ from kafkalite.broker.core.txn_state import (
     prepare_complete,
 )
 from kafkalite.broker.handlers.registry import HANDLERS, RequestContext
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import (
     DescribeProducersRequest,
     DescribeTransactionsRequest,
@@ -64,7 +64,7 @@ class Harness:
             self.cluster.topics.create("out", 2)
 
     def new_coordinator(self) -> TransactionCoordinator:
-        return TransactionCoordinator(self.cluster, clock=self.clock, schedule=self.pending.append)
+        return self.cluster.build_transaction_coordinator(clock=self.clock, schedule=self.pending.append)
 
     def reopen_coordinator(self) -> TransactionCoordinator:
         coordinator = self.new_coordinator()
@@ -91,11 +91,9 @@ class Harness:
         builder.append(timestamp=self.clock.now, key=None, value=b"v")
         target = self.cluster.topics.partition("out", partition)
         assert target is not None
-        from kafkalite.broker.core.partition import AppendError
-
         try:
             target.append_from_client(builder.build(), self.clock.now, self.coordinator.verify_partition)
-        except AppendError as exc:
+        except KafkaError as exc:
             return exc.error_code
         return ErrorCode.NONE
 

@@ -1,28 +1,41 @@
-"""The broker's state, in one object owned by the event loop.
+"""The composition root: builds the broker's state rooms and wires each to the few others it uses.
 
 ``Cluster`` is what every handler reaches through ``RequestContext.cluster``: the configuration,
-this node's identity and advertised address, the log manager, the topics, and (as they arrive)
-the group and transaction coordinators. Nothing here touches sockets; ``broker.server`` opens
-and closes it and calls ``periodic`` from a timer.
+this node's identity and advertised address, and the managers, each built here with exactly its
+collaborators (nothing below this module imports it):
+
+* ``log_manager`` (``log.manager.LogManager``): every partition log of the data directory;
+* ``topics`` (``topics.TopicManager``): topics and their partitions, on the log manager;
+* ``fetch_sessions`` (``fetch_sessions.FetchSessionCache``): incremental fetch sessions;
+* ``group_coordinator`` (``group.coordinator.GroupCoordinator``): groups and committed offsets,
+  written to ``__consumer_offsets`` (``offsets_log``);
+* ``transactions`` (``txn.coordinator.TransactionCoordinator``): producer ids and transactions,
+  written to ``__transaction_state`` (``transaction_log``); it tells the group coordinator when a
+  transaction's offsets commit or abort.
+
+Nothing here touches sockets; ``kafkalite.broker.server`` opens and closes it and calls ``periodic``
+from a timer. Settings that requests read on every call are resolved here once (``flush_on_ack``,
+``fetch_max_bytes``); a dynamic broker config change calls ``broker_config_changed``.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kafkalite.broker.config import read_properties
+from kafkalite.broker.config import BrokerConfig, read_properties
+from kafkalite.broker.core.coordinator_log import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, CoordinatorLog
 from kafkalite.broker.core.fetch_sessions import FetchSessionCache
-from kafkalite.broker.core.groups import GroupCoordinator
-from kafkalite.broker.core.log_manager import LogManager
-from kafkalite.broker.core.topics import TopicManager
-from kafkalite.broker.core.transactions import TransactionCoordinator
-
-if TYPE_CHECKING:
-    from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.group.coordinator import GroupCoordinator
+from kafkalite.broker.core.group.store import GroupSettings
+from kafkalite.broker.core.group.timers import Timers
+from kafkalite.broker.core.log.manager import LogManager
+from kafkalite.broker.core.topics import TopicManager, log_config
+from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
+from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -48,11 +61,33 @@ class Cluster:
         self.data_dir: Path | None = data_dir
         self.cluster_id: str = ""
         self.endpoints: list[Endpoint] = []
-        self.log_manager = LogManager(data_dir, config.log_config())
-        self.topics = TopicManager(self)
-        self.fetch_sessions = FetchSessionCache()
-        self.group_coordinator = GroupCoordinator(self)
-        self.transactions = TransactionCoordinator(self)
+        self.flush_on_ack = config.get_bool("log.flush.on.ack")
+        self.fetch_max_bytes = config.get_int("fetch.max.bytes")
+        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()))
+        self.topics = TopicManager(self.log_manager, config, data_dir)
+        self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
+        self.offsets_log = CoordinatorLog(self.topics, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"))
+        self.transaction_log = CoordinatorLog(self.topics, TRANSACTION_STATE_TOPIC,
+                                              config.get_int("transaction.state.log.num.partitions"))
+        self.group_coordinator = self.build_group_coordinator()
+        self.transactions = self.build_transaction_coordinator()
+
+    def build_group_coordinator(self, timers: Timers | None = None,
+                                settings: GroupSettings | None = None) -> GroupCoordinator:
+        """A group coordinator on this cluster's topics (tests pass a manual clock and settings)."""
+        return GroupCoordinator(self.topics, self.offsets_log,
+                                settings if settings is not None else self.config.settings(GroupSettings), timers)
+
+    def build_transaction_coordinator(self, *, clock: Callable[[], int] | None = None,
+                                      schedule: Callable[[Callable[[], None]], None] | None = None
+                                      ) -> TransactionCoordinator:
+        """A transaction coordinator on this cluster's topics, telling ``group_coordinator`` about
+        transactional offsets (tests pass a manual clock and marker scheduler)."""
+        return TransactionCoordinator(self.topics, self.transaction_log, ProducerIdAllocator(self.data_dir),
+                                      self.config.settings(TransactionSettings), offsets_log=self.offsets_log,
+                                      complete_offsets=lambda producer_id, commit: self.group_coordinator
+                                      .complete_transaction(producer_id, commit),
+                                      clock=clock, schedule=schedule)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -71,6 +106,11 @@ class Cluster:
         self.group_coordinator.close()
         self.transactions.close(clean=clean)
         self.log_manager.close(clean=clean)
+
+    def broker_config_changed(self) -> None:
+        """A dynamic broker config changed: re-derive what was resolved from it."""
+        self.topics.refresh_log_configs()
+        self.transactions.settings = self.config.settings(TransactionSettings)
 
     def periodic(self, now_ms: int) -> None:
         """Timer work: retention, time-based segment rolls, time-based flushes."""

@@ -16,18 +16,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
+from kafkalite.broker.core.partition import Partition
+from kafkalite.broker.core.topics import Topic, TopicManager
 from kafkalite.protocol.records import Record, RecordBatch, RecordBatchBuilder, iter_batches
-
-if TYPE_CHECKING:
-    from kafkalite.broker.core.cluster import Cluster
-    from kafkalite.broker.core.partition import Partition
-    from kafkalite.broker.core.topics import Topic
 
 log = logging.getLogger("kafkalite.coordinator_log")
 
-__all__ = ["CoordinatorLog", "java_string_hash", "partition_for"]
+__all__ = ["CoordinatorLog", "OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "java_string_hash", "partition_for"]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 _REPLAY_CHUNK = 4 * 1024 * 1024
 
@@ -51,22 +50,23 @@ def partition_for(key: str, partitions: int) -> int:
 class CoordinatorLog:
     """Key/value records in one internal topic: append, and replay at start."""
 
-    def __init__(self, cluster: Cluster, topic_name: str, partitions_key: str) -> None:
-        self.cluster = cluster
+    def __init__(self, topics: TopicManager, topic_name: str, num_partitions: int) -> None:
+        self.topics = topics
         self.topic_name = topic_name
-        self.partitions_key = partitions_key  # e.g. "offsets.topic.num.partitions"
+        self.configured_partitions = num_partitions  # the count the topic is created with
 
     def topic(self) -> Topic:
         """The internal topic, created on first use."""
-        topic = self.cluster.topics.get(self.topic_name)
+        topic = self.topics.get(self.topic_name)
         if topic is None:
-            count = self.cluster.config.get_int(self.partitions_key)
-            topic = self.cluster.topics.create(self.topic_name, count, {"cleanup.policy": "compact"})
+            topic = self.topics.create(self.topic_name, self.configured_partitions, {"cleanup.policy": "compact"})
         return topic
 
     @property
     def num_partitions(self) -> int:
-        return len(self.topic().partitions)
+        """The topic's partition count (the configured one until the topic exists)."""
+        topic = self.topics.get(self.topic_name)
+        return self.configured_partitions if topic is None else len(topic.partitions)
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
@@ -106,7 +106,7 @@ class CoordinatorLog:
 
     def replay_all(self) -> Iterator[tuple[int, Record]]:
         """(partition, record) for every partition, if the topic exists; it is not created."""
-        topic = self.cluster.topics.get(self.topic_name)
+        topic = self.topics.get(self.topic_name)
         if topic is None:
             return
         for partition in topic.partitions:

@@ -18,7 +18,7 @@ recomputes the CRC. Offsets are assigned by rewriting the base offset in place; 
 appends the bytes as they are.
 
 Batches with a producer id go through the partition's ``ProducerStateManager`` (see
-``broker.core.producer_state``): before the append, a duplicate of one of the producer's last five
+``kafkalite.broker.core.log.producer_state``): before the append, a duplicate of one of the producer's last five
 batches is answered with its original offsets and not written again, and a sequence gap, a fenced
 epoch or a non-transactional write inside an open transaction is refused; after it, the batch is
 recorded. The first transactional batch of a transaction in this partition is first checked with
@@ -39,13 +39,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from kafkalite.broker.core.log import RecordBatchTooLarge, wall_clock_ms
-from kafkalite.broker.core.producer_state import ProducerStateError, ProducerStateManager
-from kafkalite.broker.core.txn_index import AbortedTxn
+from kafkalite.broker.config import TOPIC_KEYS, TopicConfig
+from kafkalite.broker.core.log.partition_log import PartitionLog, wall_clock_ms
+from kafkalite.broker.core.log.producer_state import ProducerStateManager
+from kafkalite.broker.core.log.txn_index import AbortedTxn
 from kafkalite.protocol.compression import Compression
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
 from kafkalite.protocol.records import (
     ControlRecordType,
@@ -56,14 +56,9 @@ from kafkalite.protocol.records import (
     build_record_batch,
 )
 
-if TYPE_CHECKING:
-    from kafkalite.broker.config import BrokerConfig
-    from kafkalite.broker.core.log import PartitionLog
-    from kafkalite.broker.core.topics import Topic
-
 log = logging.getLogger("kafkalite.partition")
 
-__all__ = ["AppendError", "AppendInfo", "Partition", "ReadInfo", "LEADER_EPOCH"]
+__all__ = ["AppendInfo", "Partition", "ReadInfo", "LEADER_EPOCH"]
 
 LEADER_EPOCH = 0
 _LONG_MAX = (1 << 63) - 1
@@ -74,15 +69,6 @@ _TOPIC_CODECS = {
     "lz4": Compression.LZ4,
     "zstd": Compression.ZSTD,
 }
-
-
-class AppendError(Exception):
-    """A batch refused with a Kafka error code (per partition in the Produce response)."""
-
-    def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,25 +95,29 @@ TransactionVerifier = Callable[[int, int, "Partition"], ErrorCode]
 
 
 class Partition:
-    """A partition of a topic, backed by a ``PartitionLog``."""
+    """A partition of a topic, backed by a ``PartitionLog``.
 
-    __slots__ = ("topic", "index", "log", "leader_epoch", "broker_config", "producer_state", "_listeners",
+    ``settings`` are the topic's effective configs; the topic manager replaces them whenever the
+    topic's overrides or a broker default change.
+    """
+
+    __slots__ = ("topic_name", "index", "log", "settings", "leader_epoch", "producer_state", "_listeners",
                  "_active_segment")
 
-    def __init__(self, topic: Topic, index: int, partition_log: PartitionLog, broker_config: BrokerConfig) -> None:
-        self.topic = topic
-        self.broker_config = broker_config
+    def __init__(self, topic_name: str, index: int, partition_log: PartitionLog, settings: TopicConfig, *,
+                 producer_id_expiration_ms: int) -> None:
+        self.topic_name = topic_name
         self.index = index
         self.log = partition_log
+        self.settings = settings
         self.leader_epoch = LEADER_EPOCH
         self._listeners: list[Listener] = []
-        name = f"{topic.name}-{index}"
-        self.producer_state = ProducerStateManager(name, getattr(partition_log, "directory", None))
-        self.producer_state.load(partition_log, wall_clock_ms(), broker_config.get_int("producer.id.expiration.ms"))
+        self.producer_state = ProducerStateManager(f"{topic_name}-{index}", partition_log.directory)
+        self.producer_state.load(partition_log, wall_clock_ms(), producer_id_expiration_ms)
         self._active_segment = partition_log.active_segment_base_offset
 
     def __repr__(self) -> str:
-        return f"Partition({self.topic.name}-{self.index})"
+        return f"Partition({self.topic_name}-{self.index})"
 
     # offsets ---------------------------------------------------------------------------------
     @property
@@ -166,37 +156,33 @@ class Partition:
         try:
             batch = RecordBatch(data)
         except CorruptRecordError as exc:
-            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
         if batch.size != len(records):
-            raise AppendError(ErrorCode.INVALID_RECORD,
+            raise KafkaError(ErrorCode.INVALID_RECORD,
                               "Produce requests with version 3+ must have exactly one record batch per partition")
         try:
             batch.validate_crc()
         except CorruptRecordError as exc:
-            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-        config = self.topic.effective.__getitem__  # typed values, derived when the configs change
-        max_message_bytes = config("max.message.bytes")
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        settings = self.settings
+        max_message_bytes = settings.max_message_bytes
         if batch.size > max_message_bytes:
-            raise AppendError(ErrorCode.MESSAGE_TOO_LARGE,
+            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                               f"The batch of {batch.size} bytes exceeds max.message.bytes {max_message_bytes}")
         count = batch.records_count
         if batch.last_offset_delta < 0 or count <= 0 or batch.last_offset_delta + 1 != count:
-            raise AppendError(ErrorCode.INVALID_RECORD,
+            raise KafkaError(ErrorCode.INVALID_RECORD,
                               f"Inconsistent batch offset range (last offset delta {batch.last_offset_delta}) "
                               f"and record count {count}")
         if batch.is_control:
-            raise AppendError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
+            raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
         producer_id = batch.producer_id
-        timestamp_type = config("message.timestamp.type")
-        log_append = timestamp_type == "LogAppendTime"
+        log_append = settings.message_timestamp_type == "LogAppendTime"
         if producer_id >= 0:
             if batch.base_sequence < 0:
-                raise AppendError(ErrorCode.INVALID_RECORD, "Invalid sequence number for a batch with a producer id")
+                raise KafkaError(ErrorCode.INVALID_RECORD, "Invalid sequence number for a batch with a producer id")
             producer_state = self.producer_state
-            try:
-                duplicate = producer_state.check_client_batch(batch)
-            except ProducerStateError as exc:
-                raise AppendError(exc.error_code, exc.message) from None
+            duplicate = producer_state.check_client_batch(batch)
             if duplicate is not None:
                 log.debug("%s: duplicate batch of producer %d (sequences %d-%d) at offset %d", self, producer_id,
                           duplicate.first_seq, duplicate.last_seq, duplicate.first_offset)
@@ -206,22 +192,19 @@ class Partition:
                     producer_id):
                 error = verify_transaction(producer_id, batch.producer_epoch, self)
                 if error:
-                    raise AppendError(error, f"Transaction verification of producer {producer_id} epoch "
+                    raise KafkaError(error, f"Transaction verification of producer {producer_id} epoch "
                                              f"{batch.producer_epoch} for {self} failed: {ErrorCode(error).name}")
         elif batch.is_transactional:
-            raise AppendError(ErrorCode.INVALID_RECORD, "A transactional batch needs a producer id")
+            raise KafkaError(ErrorCode.INVALID_RECORD, "A transactional batch needs a producer id")
         if not log_append:
-            self._check_timestamps(batch, now_ms, config)
-        target = config("compression.type")
+            self._check_timestamps(batch, now_ms, settings)
+        target = settings.compression_type
         if target != "producer" and _TOPIC_CODECS.get(target, batch.compression) != batch.compression:
             data = self._recompress(batch, _TOPIC_CODECS[target], now_ms if log_append else None)
             batch = RecordBatch(data)
         elif log_append:
             batch.set_log_append_time(now_ms)
-        try:
-            base_offset = self._append(batch, data, now_ms)
-        except RecordBatchTooLarge as exc:
-            raise AppendError(ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)) from None
+        base_offset = self._append(batch, now_ms)
         return AppendInfo(base_offset, now_ms if log_append else -1, self.log.log_start_offset)
 
     def append_internal(self, data: bytearray, now_ms: int) -> int:
@@ -229,12 +212,12 @@ class Partition:
         batch = RecordBatch(data)
         if batch.is_control:
             raise ValueError("control batches are written with append_marker")
-        return self._append(batch, data, now_ms)
+        return self._append(batch, now_ms)
 
-    def _append(self, batch: RecordBatch, data: bytearray | memoryview, now_ms: int) -> int:
+    def _append(self, batch: RecordBatch, now_ms: int) -> int:
         """Stamp the leader epoch, append, record the producer's batch, wake waiting fetches."""
         batch.set_partition_leader_epoch(self.leader_epoch)
-        result = self.log.append(data, now_ms)
+        result = self.log.append(batch, now_ms)
         if batch.producer_id >= 0:
             self.producer_state.on_data_batch(batch.producer_id, batch.producer_epoch, batch.base_sequence,
                                               batch.last_sequence, result.base_offset, result.last_offset,
@@ -248,13 +231,10 @@ class Partition:
                       now_ms: int) -> int:
         """Write a COMMIT or ABORT marker for the producer's transaction; return its offset.
 
-        Raises :class:`AppendError` when the producer state refuses it (an epoch older than the
+        Raises :class:`KafkaError` when the producer state refuses it (an epoch older than the
         producer's, or a fenced coordinator epoch).
         """
-        try:
-            self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        except ProducerStateError as exc:
-            raise AppendError(exc.error_code, exc.message) from None
+        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
         marker = EndTransactionMarker(ControlRecordType.COMMIT if committed else ControlRecordType.ABORT,
                                       coordinator_epoch)
         data = build_end_transaction_marker(marker, producer_id=producer_id, producer_epoch=producer_epoch,
@@ -276,38 +256,34 @@ class Partition:
             log.warning("%s: could not write a producer state snapshot: %s", self, exc)
 
     # producer state housekeeping --------------------------------------------------------------
-    def remove_expired_producers(self, now_ms: int) -> int:
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle past ``producer.id.expiration.ms``; trim what retention removed."""
-        bases = getattr(self.log, "segment_base_offsets", None)
-        self.producer_state.on_log_start_offset(self.log.log_start_offset,
-                                                list(bases()) if bases is not None else [])
-        return self.producer_state.remove_expired(now_ms, self.broker_config.get_int("producer.id.expiration.ms"))
+        self.producer_state.on_log_start_offset(self.log.log_start_offset, self.log.segment_base_offsets())
+        return self.producer_state.remove_expired(now_ms, expiration_ms)
 
     def snapshot_producer_state(self) -> None:
         """Write a producer state snapshot at the log end offset (a clean shutdown)."""
         self.producer_state.take_snapshot(self.log.log_end_offset)
 
     def topic_config(self, key: str) -> str:
-        """The effective value of a topic config as Kafka shows it: the override or the broker default."""
-        value = self.topic.configs.get(key)
-        if value is not None:
-            return value
-        return self.broker_config.topic_config_default(key)
+        """The effective value of a topic config as Kafka shows it (the override, else the broker default)."""
+        known = TOPIC_KEYS[key]
+        return known.format(getattr(self.settings, key.replace(".", "_"))) or ""
 
-    def _check_timestamps(self, batch: RecordBatch, now_ms: int, config: Callable[[str], Any]) -> None:
-        after = config("message.timestamp.after.max.ms")
+    def _check_timestamps(self, batch: RecordBatch, now_ms: int, settings: TopicConfig) -> None:
+        after = settings.message_timestamp_after_max_ms
         if batch.max_timestamp > now_ms + after and after < _LONG_MAX:
-            raise AppendError(ErrorCode.INVALID_TIMESTAMP,
+            raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
                               f"Timestamp {batch.max_timestamp} of a record is more than {after} ms "
                               "in the future (message.timestamp.after.max.ms)")
-        before = config("message.timestamp.before.max.ms")
+        before = settings.message_timestamp_before_max_ms
         if before < _LONG_MAX:
             try:
                 earliest = min(record.timestamp for record in batch.records())
             except CorruptRecordError as exc:
-                raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
             if earliest < now_ms - before:
-                raise AppendError(ErrorCode.INVALID_TIMESTAMP,
+                raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
                                   f"Timestamp {earliest} of a record is more than {before} ms in the past "
                                   "(message.timestamp.before.max.ms)")
 
@@ -316,7 +292,7 @@ class Partition:
         try:
             records = list(batch.records())
         except CorruptRecordError as exc:
-            raise AppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
         return build_record_batch(
             records,
             base_offset=batch.base_offset,

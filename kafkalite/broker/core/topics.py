@@ -16,57 +16,62 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
 
+from kafkalite.broker.config import LONG_MAX, BrokerConfig, TopicConfig
+from kafkalite.broker.core.log.manager import LogManager
+from kafkalite.broker.core.log.partition_log import LogConfig, PartitionLog
 from kafkalite.broker.core.partition import Partition
-from kafkalite.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from kafkalite.broker.core.cluster import Cluster
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("kafkalite.topics")
 
-__all__ = ["Topic", "TopicError", "TopicManager", "validate_topic_name", "INTERNAL_TOPICS"]
+__all__ = ["INTERNAL_TOPICS", "Topic", "TopicManager", "log_config", "validate_topic_name"]
 
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # coordinator_log names them
 _METADATA_FILE = "topics.json"
-
-
-class TopicError(Exception):
-    """A topic operation refused with a Kafka error code."""
-
-    def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
 
 
 def validate_topic_name(name: str) -> None:
     """Kafka's topic name rules (``org.apache.kafka.common.internals.Topic.validate``)."""
     if not name:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
     if len(name) > MAX_NAME_LENGTH:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters")
     if not _LEGAL_NAME.match(name):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"Topic name \"{name}\" is illegal, it contains a character other than "
                          "ASCII alphanumerics, '.', '_' and '-'")
+
+
+def log_config(settings: TopicConfig) -> LogConfig:
+    """The storage layer's settings for a topic with these effective configs."""
+    return LogConfig(
+        segment_bytes=settings.segment_bytes,
+        segment_ms=settings.segment_ms,
+        retention_ms=settings.retention_ms,
+        retention_bytes=settings.retention_bytes,
+        index_interval_bytes=settings.index_interval_bytes,
+        segment_index_bytes=settings.segment_index_bytes,
+        flush_messages=None if settings.flush_messages == LONG_MAX else settings.flush_messages,  # Kafka's "never"
+        flush_ms=None if settings.flush_ms == LONG_MAX else settings.flush_ms,
+        cleanup_policy=",".join(settings.cleanup_policy),
+        file_delete_delay_ms=settings.file_delete_delay_ms,
+    )
 
 
 @dataclass(slots=True)
 class Topic:
     name: str
     topic_id: uuid.UUID
+    settings: TopicConfig  # every topic config's effective value (the override, else the broker default)
     partitions: list[Partition] = field(default_factory=list)
-    configs: dict[str, str] = field(default_factory=dict)  # overrides only
-    # Every topic config's typed effective value (override, else broker default), derived by
-    # TopicManager whenever either changes, so the produce path reads a dict instead of parsing.
-    effective: dict[str, Any] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)  # the overrides only
 
     @property
     def internal(self) -> bool:
@@ -74,10 +79,16 @@ class Topic:
 
 
 class TopicManager:
-    """Every topic of the broker, by name and by id."""
+    """Every topic of the broker, by name and by id.
 
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
+    ``data_dir`` holds ``topics.json`` (None: in memory); ``config`` gives the broker defaults of the
+    topic configs, ``num.partitions``, ``delete.topic.enable`` and ``producer.id.expiration.ms``.
+    """
+
+    def __init__(self, log_manager: LogManager, config: BrokerConfig, data_dir: Path | None) -> None:
+        self.log_manager = log_manager
+        self.config = config
+        self.data_dir = data_dir
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
 
@@ -94,6 +105,11 @@ class TopicManager:
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return self._by_id.get(topic_id)
 
+    def name_of(self, topic_id: uuid.UUID) -> str:
+        """The name of the topic with this id ("" when there is none)."""
+        topic = self._by_id.get(topic_id)
+        return "" if topic is None else topic.name
+
     def partition(self, name: str, index: int) -> Partition | None:
         topic = self._by_name.get(name)
         if topic is None or not 0 <= index < len(topic.partitions):
@@ -104,35 +120,26 @@ class TopicManager:
     def load(self) -> None:
         """Rebuild the topic table from ``topics.json`` and the logs the log manager found."""
         stored = self._read_metadata()
-        found: dict[str, dict[int, object]] = {}
-        ids: dict[str, uuid.UUID] = {}
-        for (name, index), partition_log in self.cluster.log_manager.logs.items():
+        found: dict[str, dict[int, PartitionLog]] = {}
+        for (name, index), partition_log in self.log_manager.logs.items():
             found.setdefault(name, {})[index] = partition_log
-        for name, topic_id in self.cluster.log_manager.topic_ids.items():
-            ids[name] = topic_id
         for name, entry in stored.items():
-            topic_id = uuid.UUID(entry["id"])
-            topic = Topic(name, topic_id, configs=dict(entry.get("configs", {})))
-            count = int(entry["partitions"])
+            configs = entry.get("configs", {})
+            topic = self._new_topic(name, uuid.UUID(str(entry["id"])), dict(configs) if isinstance(configs, dict) else {})
             logs = found.pop(name, {})
-            log_config = self.cluster.config.log_config(topic.configs)
-            for index in range(count):
+            for index in range(int(str(entry["partitions"]))):
                 partition_log = logs.get(index)
                 if partition_log is None:
                     log.warning("topic %s partition %d had no log directory; starting it empty", name, index)
-                    partition_log = self.cluster.log_manager.create_log(name, index, topic_id, log_config)
-                topic.partitions.append(Partition(topic, index, partition_log, self.cluster.config))  # type: ignore[arg-type]
+                self._add_partition(topic, partition_log)
             self._add(topic)
         for name, logs in found.items():
             # Partition directories without a topics.json entry (a copied data dir, or a crash
             # between creating logs and writing the file): adopt them with default configs.
-            topic_id = ids.get(name) or uuid.uuid4()
-            topic = Topic(name, topic_id)
+            topic = self._new_topic(name, self.log_manager.topic_ids.get(name) or uuid.uuid4(), {})
             count = max(logs) + 1
             for index in range(count):
-                partition_log = logs.get(index) or self.cluster.log_manager.create_log(
-                    name, index, topic_id, self.cluster.config.log_config())
-                topic.partitions.append(Partition(topic, index, partition_log, self.cluster.config))  # type: ignore[arg-type]
+                self._add_partition(topic, logs.get(index))
             log.info("adopted topic %s (%d partitions) found on disk", name, count)
             self._add(topic)
         if found:
@@ -150,22 +157,20 @@ class TopicManager:
         """Create a topic (or only check that it could be created)."""
         validate_topic_name(name)
         if name in self._by_name:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         collision = self._colliding_name(name)
         if collision is not None:
-            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                              f"Topic '{name}' collides with existing topic: {collision}")
         if num_partitions <= 0:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         overrides = dict(configs or {})
         self.validate_configs(overrides)
-        topic = Topic(name, topic_id or uuid.uuid4(), configs=overrides)
+        topic = self._new_topic(name, topic_id or uuid.uuid4(), overrides)
         if validate_only:
             return topic
-        log_config = self.cluster.config.log_config(overrides)
-        for index in range(num_partitions):
-            partition_log = self.cluster.log_manager.create_log(name, index, topic.topic_id, log_config)
-            topic.partitions.append(Partition(topic, index, partition_log, self.cluster.config))
+        for _ in range(num_partitions):
+            self._add_partition(topic)
         self._add(topic)
         self._write_metadata()
         log.info("created topic %s with %d partitions", name, num_partitions)
@@ -173,17 +178,17 @@ class TopicManager:
 
     def auto_create(self, name: str) -> Topic:
         """Create ``name`` with the broker defaults (Metadata / Produce auto-creation)."""
-        return self.create(name, self.cluster.config.get_int("num.partitions"))
+        return self.create(name, self.config.get_int("num.partitions"))
 
     def delete(self, name: str) -> Topic:
         topic = self._by_name.get(name)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
-        if not self.cluster.config.get_bool("delete.topic.enable"):
-            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        if not self.config.get_bool("delete.topic.enable"):
+            raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         for partition in topic.partitions:
             partition.close_waiters()
-            self.cluster.log_manager.delete_log(name, partition.index)
+            self.log_manager.delete_log(name, partition.index)
         del self._by_name[name]
         del self._by_id[topic.topic_id]
         self._write_metadata()
@@ -193,19 +198,17 @@ class TopicManager:
     def create_partitions(self, name: str, total: int, *, validate_only: bool = False) -> Topic:
         topic = self._by_name.get(name)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         current = len(topic.partitions)
         if total < current:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic currently has {current} partitions, which is higher than the requested {total}.")
         if total == current:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
         if validate_only:
             return topic
-        log_config = self.cluster.config.log_config(topic.configs)
-        for index in range(current, total):
-            partition_log = self.cluster.log_manager.create_log(name, index, topic.topic_id, log_config)
-            topic.partitions.append(Partition(topic, index, partition_log, self.cluster.config))
+        for _ in range(current, total):
+            self._add_partition(topic)
         self._write_metadata()
         log.info("topic %s now has %d partitions", name, total)
         return topic
@@ -214,7 +217,7 @@ class TopicManager:
         """Replace a topic's overrides with ``configs`` (AlterConfigs and the incremental form)."""
         topic = self._by_name.get(name)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         overrides = dict(configs)
         self.validate_configs(overrides)
         if validate_only:
@@ -225,13 +228,9 @@ class TopicManager:
         return topic
 
     def validate_configs(self, configs: Mapping[str, str]) -> None:
-        from kafkalite.broker.config import ConfigError
-
+        """Raise ``ConfigError`` (INVALID_CONFIG) for an unknown key or a bad value."""
         for key, value in configs.items():
-            try:
-                self.cluster.config.validate_topic_config(key, value)
-            except ConfigError as exc:
-                raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            self.config.validate_topic_config(key, value)
 
     def refresh_log_configs(self) -> None:
         """Re-derive every topic's effective configs (after a broker default changed)."""
@@ -239,6 +238,19 @@ class TopicManager:
             self._apply_configs(topic)
 
     # internals -------------------------------------------------------------------------------
+    def _new_topic(self, name: str, topic_id: uuid.UUID, overrides: dict[str, str]) -> Topic:
+        return Topic(name, topic_id, self.config.topic_settings(overrides), configs=overrides)
+
+    def _add_partition(self, topic: Topic, partition_log: PartitionLog | None = None) -> Partition:
+        """The topic's next partition, on ``partition_log`` (a new log when None)."""
+        index = len(topic.partitions)
+        if partition_log is None:
+            partition_log = self.log_manager.create_log(topic.name, index, topic.topic_id, log_config(topic.settings))
+        partition = Partition(topic.name, index, partition_log, topic.settings,
+                              producer_id_expiration_ms=self.config.get_int("producer.id.expiration.ms"))
+        topic.partitions.append(partition)
+        return partition
+
     def _add(self, topic: Topic) -> None:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
@@ -247,10 +259,11 @@ class TopicManager:
     def _apply_configs(self, topic: Topic) -> None:
         """Derive a topic's effective configs and its partitions' log config from its overrides
         and the broker defaults: the one place a config change reaches the partitions."""
-        topic.effective = self.cluster.config.effective_topic_config(topic.configs)
-        log_config = self.cluster.config.log_config(topic.configs)
+        topic.settings = self.config.topic_settings(topic.configs)
+        storage = log_config(topic.settings)
         for partition in topic.partitions:
-            partition.log.update_config(log_config)
+            partition.settings = topic.settings
+            partition.log.update_config(storage)
 
     def _colliding_name(self, name: str) -> str | None:
         """Kafka refuses names that differ only by '.' versus '_' (they collide in metric names)."""
@@ -260,9 +273,8 @@ class TopicManager:
                 return existing
         return None
 
-    def _metadata_path(self) -> os.PathLike[str] | None:
-        data_dir = self.cluster.data_dir
-        return None if data_dir is None else data_dir / _METADATA_FILE
+    def _metadata_path(self) -> Path | None:
+        return None if self.data_dir is None else self.data_dir / _METADATA_FILE
 
     def _read_metadata(self) -> dict[str, dict[str, object]]:
         path = self._metadata_path()

@@ -7,7 +7,7 @@ segment size and age, ``max.message.bytes``, timestamps, compression, cleanup po
 key or a bad value is INVALID_CONFIG, an unknown topic UNKNOWN_TOPIC_OR_PARTITION. A BROKER
 resource named after this node sets its dynamic broker configs, the empty name the cluster-wide
 defaults; log defaults flow on to every topic that does not override them. Keys that are not
-dynamically updatable are refused with the error ``broker.config`` gives (INVALID_REQUEST, as in
+dynamically updatable are refused with the error ``kafkalite.broker.config`` gives (INVALID_REQUEST, as in
 Kafka). With ``validate_only`` everything is checked and nothing changes. Each resource is
 all-or-nothing.
 
@@ -23,11 +23,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kafkalite.broker.config import ConfigError, ConfigSource
-from kafkalite.broker.core.topics import TopicError
-from kafkalite.broker.handlers.describe_configs import ResourceError, ResourceType, check_broker_resource
+from kafkalite.broker.config import ConfigSource
+from kafkalite.broker.handlers.describe_configs import ResourceType, check_broker_resource
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import AlterConfigsRequest, AlterConfigsResponse
 from kafkalite.protocol.messages.alter_configs_request import AlterConfigsResource
 from kafkalite.protocol.messages.alter_configs_response import AlterConfigsResourceResponse
@@ -51,7 +50,7 @@ _R = TypeVar("_R")
 def alter_each_resource(resources: Sequence[Any], result_type: Callable[..., _R],
                         alter: Callable[[Any], None]) -> list[_R]:
     """One result per resource (AlterConfigs and IncrementalAlterConfigs): a resource named twice is
-    INVALID_REQUEST; otherwise ``alter`` applies it, and a ``ResourceError`` becomes its error."""
+    INVALID_REQUEST; otherwise ``alter`` applies it, and a ``KafkaError`` becomes its error."""
     counts = Counter((resource.resource_type, resource.resource_name) for resource in resources)
     results = []
     for resource in resources:
@@ -59,9 +58,9 @@ def alter_each_resource(resources: Sequence[Any], result_type: Callable[..., _R]
                              resource_name=resource.resource_name)
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
-                raise ResourceError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
             alter(resource)
-        except ResourceError as exc:
+        except KafkaError as exc:
             result.error_code, result.error_message = exc.error_code, exc.message  # type: ignore[attr-defined]
         results.append(result)
     return results
@@ -71,26 +70,23 @@ def _alter(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool
     check_config_keys([config.name for config in resource.configs])
     null_keys = [config.name for config in resource.configs if config.value is None]
     if null_keys:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(null_keys)}")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(null_keys)}")
     configs = {config.name: config.value for config in resource.configs if config.value is not None}
     if resource.resource_type == ResourceType.TOPIC:
-        try:
-            cluster.topics.set_configs(resource.resource_name, configs, validate_only=validate_only)
-        except TopicError as exc:
-            raise ResourceError(exc.error_code, exc.message) from None
+        cluster.topics.set_configs(resource.resource_name, configs, validate_only=validate_only)
     elif resource.resource_type == ResourceType.BROKER:
         cluster_default = check_broker_resource(resource.resource_name, cluster.node_id)
         changes: dict[str, str | None] = dict.fromkeys(dynamic_broker_configs(cluster, cluster_default))
         changes.update(configs)
         alter_broker_configs(cluster, changes, cluster_default, validate_only)
     else:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
 
 
 def check_config_keys(names: list[str]) -> None:
     """Kafka refuses a resource that names a key twice."""
     if len(set(names)) != len(names):
-        raise ResourceError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
 
 
 def dynamic_broker_configs(cluster: Cluster, cluster_default: bool) -> dict[str, str | None]:
@@ -108,13 +104,10 @@ def alter_broker_configs(cluster: Cluster, changes: Mapping[str, str | None], cl
                          validate_only: bool) -> None:
     """Check every change, then apply them all (None removes a key) and re-derive the topics' log configs."""
     config = cluster.config
-    try:
-        for key, value in changes.items():
-            config.validate_broker_config(key, value)
-    except ConfigError as exc:
-        raise ResourceError(exc.error_code, str(exc)) from None
+    for key, value in changes.items():
+        config.validate_broker_config(key, value)
     if validate_only or not changes:
         return
     for key, value in changes.items():
         config.set_broker_config(key, value, cluster_default)
-    cluster.topics.refresh_log_configs()
+    cluster.broker_config_changed()

@@ -7,7 +7,7 @@ not match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?`` is answered with INVAL
 names and dotted versions). Not implemented: supported and finalized features (the lists are empty
 and the finalized features epoch is -1), so Java clients stay on transactions V1.
 
-A request at a version above 4 never reaches this handler: ``broker.net`` answers it in v0 format
+A request at a version above 4 never reaches this handler: ``kafkalite.broker.net`` answers it in v0 format
 with UNSUPPORTED_VERSION and the key list from ``api_versions_response``, as Kafka does.
 """
 

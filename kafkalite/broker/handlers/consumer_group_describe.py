@@ -8,11 +8,16 @@ in Kafka (admin clients then fall back to DescribeGroups). Authorized operations
 
 from __future__ import annotations
 
-from kafkalite.broker.core.group_assignors import Assignment as PartitionsByTopic
+from kafkalite.broker.core.group.assignors import Assignment as PartitionsByTopic
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
-from kafkalite.protocol.messages.consumer_group_describe_response import Assignment, DescribedGroup, Member, TopicPartitions
+from kafkalite.protocol.messages.consumer_group_describe_response import (
+    Assignment,
+    DescribedGroup,
+    Member,
+    TopicPartitions,
+)
 
 __all__ = ["handle_consumer_group_describe"]
 
@@ -24,12 +29,12 @@ NOT_REQUESTED = -(2**31)
 def handle_consumer_group_describe(context: RequestContext,
                                    request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
     coordinator = context.cluster.group_coordinator
-    engine = coordinator.consumer
+    topics = context.cluster.topics
     operations = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
 
     def assignment(partitions: PartitionsByTopic) -> Assignment:
         return Assignment(topic_partitions=[
-            TopicPartitions(topic_id=topic_id, topic_name=engine.topic_name(topic_id), partitions=sorted(indexes))
+            TopicPartitions(topic_id=topic_id, topic_name=topics.name_of(topic_id), partitions=sorted(indexes))
             for topic_id, indexes in sorted(partitions.items(), key=lambda item: str(item[0])) if indexes])
 
     response = ConsumerGroupDescribeResponse()
@@ -38,7 +43,7 @@ def handle_consumer_group_describe(context: RequestContext,
             response.groups.append(DescribedGroup(error_code=ErrorCode.INVALID_GROUP_ID, group_id=group_id,
                                                   authorized_operations=operations))
             continue
-        group = engine.describe(group_id)
+        group = coordinator.describe_consumer_group(group_id)
         if group is None:
             message = (f"Group {group_id} is not a consumer group." if group_id in coordinator.groups
                        else f"Group {group_id} not found.")
@@ -50,7 +55,7 @@ def handle_consumer_group_describe(context: RequestContext,
             group_state=group.state_name,
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
-            assignor_name=group.preferred_assignor(coordinator.settings.consumer_assignors[0]),
+            assignor_name=group.preferred_assignor(coordinator.default_assignor()),
             members=[Member(member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
                             member_epoch=member.member_epoch, client_id=member.client_id,
                             client_host=member.client_host,

@@ -13,9 +13,9 @@ assignment.
 
 from __future__ import annotations
 
-from kafkalite.broker.core.group_consumer import HeartbeatRequest
+from kafkalite.broker.core.group.consumer_rebalance import ConsumerHeartbeat
+from kafkalite.broker.core.group.coordinator import client_host
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.broker.core.groups import client_host
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from kafkalite.protocol.messages.consumer_group_heartbeat_response import Assignment, TopicPartitions
@@ -28,7 +28,7 @@ def handle_consumer_group_heartbeat(context: RequestContext,
                                     request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     owned = None if request.topic_partitions is None else [
         (item.topic_id, list(item.partitions)) for item in request.topic_partitions]
-    result = context.cluster.group_coordinator.consumer.heartbeat(HeartbeatRequest(
+    result = context.cluster.group_coordinator.consumer_heartbeat(ConsumerHeartbeat(
         group_id=request.group_id,
         member_id=request.member_id,
         member_epoch=request.member_epoch,

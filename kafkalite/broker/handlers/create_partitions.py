@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kafkalite.broker.core.topics import TopicError
 from kafkalite.broker.handlers.create_topics import check_replicas
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 from kafkalite.protocol.messages.create_partitions_request import CreatePartitionsTopic
 from kafkalite.protocol.messages.create_partitions_response import CreatePartitionsTopicResult
@@ -40,7 +39,7 @@ def handle_create_partitions(context: RequestContext, request: CreatePartitionsR
         else:
             try:
                 _create_partitions(context, topic, request.validate_only)
-            except TopicError as exc:
+            except KafkaError as exc:
                 result.error_code, result.error_message = exc.error_code, exc.message
         response.results.append(result)
     return response
@@ -50,13 +49,13 @@ def _create_partitions(context: RequestContext, request: CreatePartitionsTopic, 
     topics = context.cluster.topics
     topic = topics.create_partitions(request.name, request.count, validate_only=True)  # existence and count
     if topic.internal:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"The partition count of internal topic {topic.name} cannot change: "
                          "coordinator state is placed by it.")
     if request.assignments is not None:
         additional = request.count - len(topic.partitions)
         if len(request.assignments) != additional:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"Attempted to add {additional} additional partition(s), but only "
                              f"{len(request.assignments)} assignment(s) were specified.")
         for assignment in request.assignments:

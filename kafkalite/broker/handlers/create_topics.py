@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections import Counter
 
 from kafkalite.broker.config import BrokerConfig
-from kafkalite.broker.core.topics import TopicError, validate_topic_name
+from kafkalite.broker.core.topics import validate_topic_name
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 from kafkalite.protocol.messages.create_topics_request import CreatableTopic
 from kafkalite.protocol.messages.create_topics_response import CreatableTopicConfigs, CreatableTopicResult
@@ -48,7 +48,7 @@ def handle_create_topics(context: RequestContext, request: CreateTopicsRequest) 
             continue
         try:
             response.topics.append(_create(context, creatable, validate_only))
-        except TopicError as exc:
+        except KafkaError as exc:
             response.topics.append(_failed(creatable.name, exc.error_code, exc.message))
     return response
 
@@ -57,14 +57,14 @@ def _create(context: RequestContext, creatable: CreatableTopic, validate_only: b
     topics = context.cluster.topics
     name = creatable.name
     if name == CLUSTER_METADATA_TOPIC:
-        raise TopicError(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
     validate_topic_name(name)
     if topics.get(name) is not None:
-        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     configs: dict[str, str] = {}
     for config in creatable.configs:
         if config.value is None:
-            raise TopicError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {config.name}")
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {config.name}")
         configs[config.name] = config.value
     topics.validate_configs(configs)
     num_partitions = _partition_count(context, creatable)
@@ -85,49 +85,49 @@ def _partition_count(context: RequestContext, creatable: CreatableTopic) -> int:
     node_id = context.cluster.node_id
     if creatable.assignments:
         if creatable.replication_factor != _DEFAULT:
-            raise TopicError(ErrorCode.INVALID_REQUEST,
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
                              "A manual partition assignment was specified, but replication factor was not set to -1.")
         if creatable.num_partitions != _DEFAULT:
-            raise TopicError(ErrorCode.INVALID_REQUEST,
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
                              "A manual partition assignment was specified, but numPartitions was not set to -1.")
         indexes: set[int] = set()
         for assignment in creatable.assignments:
             if assignment.partition_index in indexes:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"Found multiple manual partition assignments for partition "
                                  f"{assignment.partition_index}")
             check_replicas(assignment.broker_ids, node_id)
             indexes.add(assignment.partition_index)
         if indexes != set(range(len(indexes))):
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "partitions should be a consecutive 0-based integer sequence")
         return len(indexes)
     replication_factor = creatable.replication_factor
     if replication_factor < _DEFAULT or replication_factor == 0:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          "Replication factor must be larger than 0, or -1 to use the default value.")
     if replication_factor > 1:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          f"Unable to replicate the partition {replication_factor} time(s): this is a single-broker "
                          "cluster, so the replication factor can only be 1 (or -1 for the default).")
     num_partitions = creatable.num_partitions
     if num_partitions < _DEFAULT or num_partitions == 0:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
     return context.cluster.config.get_int("num.partitions") if num_partitions == _DEFAULT else num_partitions
 
 
 def check_replicas(broker_ids: list[int], node_id: int) -> None:
     """A manual replica list must be exactly this broker (INVALID_REPLICA_ASSIGNMENT otherwise)."""
     if not broker_ids:
-        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                          "The manual partition assignment includes an empty replica list.")
     for broker_id in broker_ids:
         if broker_id != node_id:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"The manual partition assignment includes broker {broker_id}, but this is a "
                              f"single-broker cluster whose only broker is {node_id}.")
     if len(broker_ids) > 1:
-        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                          f"The manual partition assignment includes the broker {node_id} more than once.")
 
 

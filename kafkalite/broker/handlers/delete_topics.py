@@ -17,9 +17,8 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from kafkalite.broker.core.topics import TopicError
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 from kafkalite.protocol.messages.delete_topics_response import DeletableTopicResult
 from kafkalite.protocol.primitives import ZERO_UUID
@@ -87,7 +86,7 @@ def handle_delete_topics(context: RequestContext, request: DeleteTopicsRequest) 
     for topic_id, name in to_delete.items():
         try:
             cluster.topics.delete(name)
-        except TopicError as exc:
+        except KafkaError as exc:
             answer(name, topic_id, exc.error_code, exc.message)
         else:
             answer(name, topic_id, ErrorCode.NONE)

@@ -26,9 +26,9 @@ import logging
 from enum import IntEnum
 
 from kafkalite.broker.config import BrokerConfig, ConfigEntry, ConfigSource, ConfigType
-from kafkalite.broker.core.topics import TopicError, validate_topic_name
+from kafkalite.broker.core.topics import validate_topic_name
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 from kafkalite.protocol.messages.describe_configs_request import DescribeConfigsResource
 from kafkalite.protocol.messages.describe_configs_response import (
@@ -40,7 +40,6 @@ from kafkalite.protocol.messages.describe_configs_response import (
 __all__ = [
     "LOG4J_LEVELS",
     "ROOT_LOGGER",
-    "ResourceError",
     "ResourceType",
     "broker_loggers",
     "check_broker_resource",
@@ -78,15 +77,6 @@ class ResourceType(IntEnum):
     GROUP = 32
 
 
-class ResourceError(Exception):
-    """A resource refused as a whole, with the code and message its result carries."""
-
-    def __init__(self, error_code: ErrorCode, message: str | None) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
-
-
 def check_broker_resource(name: str, node_id: int, *, allow_cluster_default: bool = True) -> bool:
     """True when ``name`` is the cluster-wide default (""), False when it is this node's id.
 
@@ -95,14 +85,14 @@ def check_broker_resource(name: str, node_id: int, *, allow_cluster_default: boo
     if not name:
         if allow_cluster_default:
             return True
-        raise ResourceError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
     try:
         requested = int(name)
     except ValueError:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
     if requested != node_id:
         expected = f"{node_id} or empty string" if allow_cluster_default else str(node_id)
-        raise ResourceError(ErrorCode.INVALID_REQUEST,
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
                             f"Unexpected broker id, expected {expected}, but received {name}")
     return False
 
@@ -140,7 +130,7 @@ def handle_describe_configs(context: RequestContext, request: DescribeConfigsReq
             else:
                 result.configs = [config_result(entry, version, include_synonyms, include_documentation)
                                   for entry in _describe(context, resource)]
-        except ResourceError as exc:
+        except KafkaError as exc:
             result.error_code, result.error_message = exc.error_code, exc.message
         response.results.append(result)
     return response
@@ -153,19 +143,16 @@ def _describe(context: RequestContext, resource: DescribeConfigsResource) -> lis
     name = resource.resource_name
     resource_type = resource.resource_type
     if resource_type == ResourceType.TOPIC:
-        try:
-            validate_topic_name(name)
-        except TopicError as exc:
-            raise ResourceError(exc.error_code, exc.message) from None
+        validate_topic_name(name)
         topic = cluster.topics.get(name)
         if topic is None:
-            raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         return cluster.config.describe_topic(topic.configs, keys)
     if resource_type == ResourceType.BROKER:
         if check_broker_resource(name, cluster.node_id):
             return _cluster_defaults(cluster.config, keys)
         return cluster.config.describe(keys)
-    raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {_type_name(resource_type)}")
+    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {_type_name(resource_type)}")
 
 
 def _cluster_defaults(config: BrokerConfig, keys: list[str] | None) -> list[ConfigEntry]:

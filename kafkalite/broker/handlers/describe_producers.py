@@ -8,9 +8,9 @@ or partition UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
-from kafkalite.broker.core.topics import TopicError, validate_topic_name
+from kafkalite.broker.core.topics import validate_topic_name
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import DescribeProducersRequest, DescribeProducersResponse
 from kafkalite.protocol.messages.describe_producers_response import PartitionResponse, ProducerState, TopicResponse
 
@@ -24,10 +24,10 @@ def handle_describe_producers(context: RequestContext, request: DescribeProducer
     for topic_request in request.topics:
         topic_response = TopicResponse(name=topic_request.name)
         response.topics.append(topic_response)
-        topic_error: TopicError | None = None
+        topic_error: KafkaError | None = None
         try:
             validate_topic_name(topic_request.name)
-        except TopicError as exc:
+        except KafkaError as exc:
             topic_error = exc
         for index in topic_request.partition_indexes:
             result = PartitionResponse(partition_index=index)

@@ -25,7 +25,7 @@ def handle_find_coordinator(context: RequestContext, request: FindCoordinatorReq
     version = context.api_version
     key_type = request.key_type if version >= 1 else GROUP
     if key_type == GROUP:
-        cluster.group_coordinator.log.topic()  # created on first use, like Kafka's internal topic
+        cluster.group_coordinator.ensure_offsets_topic()
     error = ErrorCode.NONE if key_type in (GROUP, TRANSACTION) else ErrorCode.INVALID_REQUEST
     message = None if error is ErrorCode.NONE else f"Unsupported coordinator key type {key_type}"
     endpoint = cluster.endpoint

@@ -21,8 +21,7 @@ import logging
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from kafkalite.broker.config import BROKER_KEYS, TOPIC_KEYS, ConfigError, ConfigType
-from kafkalite.broker.core.topics import TopicError
+from kafkalite.broker.config import BROKER_KEYS, TOPIC_KEYS, ConfigType
 from kafkalite.broker.handlers.alter_configs import (
     alter_broker_configs,
     alter_each_resource,
@@ -32,13 +31,12 @@ from kafkalite.broker.handlers.alter_configs import (
 from kafkalite.broker.handlers.describe_configs import (
     LOG4J_LEVELS,
     ROOT_LOGGER,
-    ResourceError,
     ResourceType,
     broker_loggers,
     check_broker_resource,
 )
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from kafkalite.protocol.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from kafkalite.protocol.messages.incremental_alter_configs_response import AlterConfigsResourceResponse
@@ -74,11 +72,11 @@ def _alter(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool
     check_config_keys([config.name for config in resource.configs])
     for config in resource.configs:
         if config.config_operation not in _OPERATIONS:
-            raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {config.config_operation}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {config.config_operation}")
     null_keys = [config.name for config in resource.configs
                  if config.value is None and config.config_operation != OpType.DELETE]
     if null_keys:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(null_keys)}")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(null_keys)}")
     if resource.resource_type == ResourceType.TOPIC:
         _alter_topic(cluster, resource, validate_only)
     elif resource.resource_type == ResourceType.BROKER:
@@ -87,13 +85,13 @@ def _alter(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool
         check_broker_resource(resource.resource_name, cluster.node_id, allow_cluster_default=False)
         _alter_loggers(resource.configs, validate_only)
     else:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
 
 
 def _alter_topic(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool) -> None:
     topic = cluster.topics.get(resource.resource_name)
     if topic is None:
-        raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
     overrides = dict(topic.configs)
     for config in resource.configs:
         operation = OpType(config.config_operation)
@@ -104,16 +102,13 @@ def _alter_topic(cluster: Cluster, resource: AlterConfigsResource, validate_only
         else:
             known = TOPIC_KEYS.get(config.name)
             if known is None:
-                raise ResourceError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {config.name}")
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {config.name}")
             _require_list(config, known.type)
             current = overrides.get(config.name)
             if current is None:
                 current = cluster.config.topic_config_default(config.name)
             overrides[config.name] = _apply_list_operation(operation, current, config.value or "")
-    try:
-        cluster.topics.set_configs(topic.name, overrides, validate_only=validate_only)
-    except TopicError as exc:
-        raise ResourceError(exc.error_code, exc.message) from None
+    cluster.topics.set_configs(topic.name, overrides, validate_only=validate_only)
 
 
 def _alter_broker(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool) -> None:
@@ -127,10 +122,7 @@ def _alter_broker(cluster: Cluster, resource: AlterConfigsResource, validate_onl
         elif operation is OpType.DELETE:
             changes[config.name] = None
         else:
-            try:
-                cluster.config.validate_broker_config(config.name, None)  # known and dynamic
-            except ConfigError as exc:
-                raise ResourceError(exc.error_code, str(exc)) from None
+            cluster.config.validate_broker_config(config.name, None)  # known and dynamic
             _require_list(config, BROKER_KEYS[config.name].type)
             base = current.get(config.name)
             if base is None:
@@ -142,7 +134,7 @@ def _alter_broker(cluster: Cluster, resource: AlterConfigsResource, validate_onl
 def _require_list(config: AlterableConfig, config_type: ConfigType) -> None:
     if config_type is not ConfigType.LIST:
         operation = OpType(config.config_operation).name
-        raise ResourceError(ErrorCode.INVALID_CONFIG,
+        raise KafkaError(ErrorCode.INVALID_CONFIG,
                             f"Can't {operation} to key {config.name} because its type is not LIST.")
 
 
@@ -164,19 +156,19 @@ def _alter_loggers(configs: list[AlterableConfig], validate_only: bool) -> None:
     for config in configs:
         operation = OpType(config.config_operation)
         if operation in (OpType.APPEND, OpType.SUBTRACT):
-            raise ResourceError(ErrorCode.INVALID_REQUEST,
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
                                 f"{operation.name} operation is not allowed for the BROKER_LOGGER resource")
         if config.name not in loggers:
-            raise ResourceError(ErrorCode.INVALID_CONFIG, f"Logger {config.name} does not exist!")
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Logger {config.name} does not exist!")
         if operation is OpType.DELETE:
             if config.name == ROOT_LOGGER:
-                raise ResourceError(ErrorCode.INVALID_REQUEST,
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
                                     f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
             levels[config.name] = logging.NOTSET
             continue
         level = (config.value or "").upper()
         if level not in LOG4J_LEVELS:
-            raise ResourceError(ErrorCode.INVALID_CONFIG,
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
                                 f"Cannot set the log level of {config.name} to {config.value} as it is not a "
                                 f"supported log level. Valid log levels are {', '.join(sorted(LOG4J_LEVELS))}")
         levels[config.name] = LOG4J_LEVELS[level]

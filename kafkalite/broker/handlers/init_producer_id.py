@@ -2,7 +2,7 @@
 
 Without a transactional id the producer gets a fresh producer id at epoch 0 (also when it asks to
 bump the epoch of its old id, as Kafka answers an idempotent producer). With one, the transaction
-coordinator (``broker.core.transactions``) keeps the id's producer id and bumps its epoch,
+coordinator (``kafkalite.broker.core.txn``) keeps the id's producer id and bumps its epoch,
 fencing older instances; an open transaction is first aborted and the caller gets
 CONCURRENT_TRANSACTIONS to retry. v3+ may carry the current producer id and epoch (KIP-360): a
 matching (or just-bumped) epoch is bumped, anything else is PRODUCER_FENCED. The timeout must be

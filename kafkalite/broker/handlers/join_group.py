@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from kafkalite.broker.core.group_classic import JoinRequest, JoinResult
-from kafkalite.broker.core.groups import client_host
+from kafkalite.broker.core.group.classic_group import JoinRequest, JoinResult
+from kafkalite.broker.core.group.coordinator import client_host
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.messages import JoinGroupRequest, JoinGroupResponse
 from kafkalite.protocol.messages.join_group_response import JoinGroupResponseMember

@@ -7,7 +7,7 @@ transactions running for longer than it (now minus the start time).
 
 from __future__ import annotations
 
-from kafkalite.broker.core.txn_state import TransactionState
+from kafkalite.broker.core.txn.state import TransactionState
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.messages import ListTransactionsRequest, ListTransactionsResponse
 from kafkalite.protocol.messages.list_transactions_response import TransactionState as ListedState

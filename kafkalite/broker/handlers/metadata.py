@@ -9,9 +9,9 @@ allowed", which is what Kafka answers when no authorizer is configured.
 
 from __future__ import annotations
 
-from kafkalite.broker.core.topics import Topic, TopicError
+from kafkalite.broker.core.topics import Topic
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import MetadataRequest, MetadataResponse
 from kafkalite.protocol.messages.metadata_response import (
     MetadataResponseBroker,
@@ -61,7 +61,7 @@ def handle_metadata(context: RequestContext, request: MetadataRequest) -> Metada
         if topic is None and allow_create:
             try:
                 topic = cluster.topics.auto_create(entry.name)
-            except TopicError as exc:
+            except KafkaError as exc:
                 response.topics.append(MetadataResponseTopic(error_code=exc.error_code, name=entry.name))
                 continue
         if topic is None:

@@ -14,7 +14,7 @@ is stored, as Kafka 4 does).
 
 from __future__ import annotations
 
-from kafkalite.broker.core.groups import OffsetToCommit
+from kafkalite.broker.core.group.coordinator import OffsetToCommit
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 from kafkalite.protocol.messages.offset_commit_response import OffsetCommitResponsePartition, OffsetCommitResponseTopic

@@ -10,7 +10,7 @@ partition before.
 
 from __future__ import annotations
 
-from kafkalite.broker.core.groups import PartitionOffset
+from kafkalite.broker.core.group.coordinator import PartitionOffset
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import OffsetFetchRequest, OffsetFetchResponse

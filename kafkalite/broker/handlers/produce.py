@@ -7,7 +7,7 @@ log (this node is the whole ISR), and with ``log.flush.on.ack=true`` an ``acks=-
 until the written partitions are fsynced. Errors are per partition, as in Kafka.
 
 Idempotent and transactional batches are checked against the partition's producer state (see
-``broker.core.producer_state``): a retried duplicate is answered with its original base offset and
+``kafkalite.broker.core.log.producer_state``): a retried duplicate is answered with its original base offset and
 not written again; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, a fenced epoch
 INVALID_PRODUCER_EPOCH. The first batch of a transaction in a partition is verified with the
 transaction coordinator (KIP-890): a partition not added to the producer's ongoing transaction is
@@ -22,10 +22,10 @@ import asyncio
 import time
 from collections.abc import Awaitable
 
-from kafkalite.broker.core.partition import AppendError, Partition
+from kafkalite.broker.core.partition import Partition
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.compression import Compression
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import ProduceRequest, ProduceResponse
 from kafkalite.protocol.messages.produce_response import PartitionProduceResponse, TopicProduceResponse
 
@@ -40,8 +40,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     response = ProduceResponse()
     now_ms = int(time.time() * 1000)
     written: list[Partition] = []
-    transactions = getattr(context.cluster, "transactions", None)
-    verify = transactions.verify_partition if transactions is not None else None
+    verify = context.cluster.transactions.verify_partition
     for topic_data in request.topic_data:
         topic_response = TopicProduceResponse(name=topic_data.name)
         response.responses.append(topic_response)
@@ -61,9 +60,9 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
             if partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            if partition.topic.internal:
+            if topic is not None and topic.internal:
                 result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-                result.error_message = f"Cannot append to internal topic {partition.topic.name}"
+                result.error_message = f"Cannot append to internal topic {topic.name}"
                 continue
             records = partition_data.records
             if records is None or len(records) == 0:
@@ -75,7 +74,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
                 continue
             try:
                 appended = partition.append_from_client(records, now_ms, verify)
-            except AppendError as exc:
+            except KafkaError as exc:
                 result.error_code = exc.error_code
                 if exc.error_code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
                     result.error_code = ErrorCode.INVALID_TXN_STATE
@@ -88,7 +87,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
             written.append(partition)
     if acks == 0:
         return None
-    if acks == -1 and written and context.cluster.config.get_bool("log.flush.on.ack"):
+    if acks == -1 and written and context.cluster.flush_on_ack:
         return _flush_then_answer(written, response)
     return response
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from kafkalite.broker.core.group_classic import SyncResult
+from kafkalite.broker.core.group.classic_group import SyncResult
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.messages import SyncGroupRequest, SyncGroupResponse
 

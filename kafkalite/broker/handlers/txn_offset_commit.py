@@ -12,11 +12,14 @@ transaction commits; an abort drops them. Errors are per partition.
 
 from __future__ import annotations
 
-from kafkalite.broker.core.groups import OffsetToCommit
+from kafkalite.broker.core.group.coordinator import OffsetToCommit
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-from kafkalite.protocol.messages.txn_offset_commit_response import TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic
+from kafkalite.protocol.messages.txn_offset_commit_response import (
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 
 __all__ = ["handle_txn_offset_commit"]
 

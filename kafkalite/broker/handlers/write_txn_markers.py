@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import time
 
-from kafkalite.broker.core.partition import AppendError
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kafkalite.protocol.messages.write_txn_markers_response import (
     WritableTxnMarkerPartitionResult,
@@ -47,7 +46,7 @@ def handle_write_txn_markers(context: RequestContext, request: WriteTxnMarkersRe
                     try:
                         partition.append_marker(marker.producer_id, marker.producer_epoch, marker.transaction_result,
                                                 marker.coordinator_epoch, now_ms)
-                    except AppendError as exc:
+                    except KafkaError as exc:
                         error = exc.error_code
                 topic_result.partitions.append(WritableTxnMarkerPartitionResult(partition_index=index,
                                                                                 error_code=error))

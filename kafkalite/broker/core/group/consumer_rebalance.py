@@ -8,7 +8,7 @@ it, one heartbeat at a time, towards the group's *target assignment*.
 Epochs. The *group epoch* is bumped whenever membership or subscriptions change (a member joins,
 leaves, is fenced, changes its subscription, or a subscribed topic appears or grows). When the group
 epoch is ahead of the *assignment epoch*, the next heartbeat recomputes the target assignment with
-the group's server-side assignor (``uniform`` or ``range``, see ``group_assignors``) and sets the
+the group's server-side assignor (``uniform`` or ``range``, see ``assignors``) and sets the
 assignment epoch to the group epoch. Every member has a *member epoch*: the assignment epoch it has
 reconciled to.
 
@@ -39,56 +39,33 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import IntEnum
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from kafkalite.broker.core.group_assignors import ASSIGNORS, Assignment, MemberSpec
-from kafkalite.broker.core.topics import INTERNAL_TOPICS
-from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.primitives import Reader, Writer
+from kafkalite.broker.core.group.assignors import ASSIGNORS, Assignment, MemberSpec
+from kafkalite.broker.core.group.consumer_group import (
+    LEAVE_GROUP_EPOCH,
+    LEAVE_GROUP_STATIC_EPOCH,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    TopicPartitions,
+    assignment_as_list,
+    copy_assignment,
+)
+from kafkalite.broker.core.group.offsets import Record
+from kafkalite.broker.core.group.store import GroupStore
+from kafkalite.broker.core.topics import INTERNAL_TOPICS, TopicManager
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 
-if TYPE_CHECKING:
-    from kafkalite.broker.core.groups import GroupCoordinator
-
-__all__ = ["ConsumerGroup", "ConsumerGroups", "ConsumerMember", "HeartbeatRequest", "HeartbeatResult", "MemberState"]
+__all__ = ["ConsumerHeartbeat", "ConsumerHeartbeatResult", "ConsumerRebalancer"]
 
 log = logging.getLogger("kafkalite.groups")
 
-LEAVE_GROUP_EPOCH = -1
-LEAVE_GROUP_STATIC_EPOCH = -2
-TopicPartitions = list[tuple[uuid.UUID, list[int]]]
-
-
-class MemberState(IntEnum):
-    STABLE = 0
-    UNREVOKED_PARTITIONS = 1
-    UNRELEASED_PARTITIONS = 2
-
-
-@dataclass(slots=True, eq=False)
-class ConsumerMember:
-    member_id: str
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    rebalance_timeout_ms: int = 300_000
-    subscribed_topic_names: list[str] = field(default_factory=list)
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
-    state: MemberState = MemberState.STABLE
-    assigned: Assignment = field(default_factory=dict)
-    pending_revocation: Assignment = field(default_factory=dict)
-
-    def is_reconciled_to(self, epoch: int) -> bool:
-        return self.member_epoch == epoch and self.state is MemberState.STABLE
-
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
+class ConsumerHeartbeat:
+    """What a ConsumerGroupHeartbeat asks, as the rules need it."""
+
     group_id: str
     member_id: str
     member_epoch: int
@@ -104,7 +81,9 @@ class HeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatResult:
+class ConsumerHeartbeatResult:
+    """What the ConsumerGroupHeartbeat answer carries."""
+
     error: ErrorCode
     error_message: str | None = None
     member_id: str | None = None
@@ -113,171 +92,20 @@ class HeartbeatResult:
     assignment: TopicPartitions | None = None
 
 
-class _Refused(Exception):
-    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.error, self.message = error, message
-
-
-def _copy(assignment: Assignment) -> Assignment:
-    return {topic_id: set(partitions) for topic_id, partitions in assignment.items() if partitions}
-
-
-def _as_list(assignment: Assignment) -> TopicPartitions:
-    ordered = sorted(assignment.items(), key=lambda item: str(item[0]))
-    return [(topic_id, sorted(partitions)) for topic_id, partitions in ordered if partitions]
-
-
-class ConsumerGroup:
-    """One KIP-848 group's state; the rules live in ``ConsumerGroups``."""
-
-    kind = "consumer"
-
-    def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
-        self.members: dict[str, ConsumerMember] = {}
-        self.static_members: dict[str, str] = {}
-        self.target: dict[str, Assignment] = {}
-        self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
-        self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
-        self.resolved_topics: set[str] = set()  # subscribed names, regexes resolved
-
-    @property
-    def state_name(self) -> str:
-        if not self.members:
-            return "Empty"
-        if self.group_epoch > self.assignment_epoch:
-            return "Assigning"
-        if any(not member.is_reconciled_to(self.assignment_epoch) for member in self.members.values()):
-            return "Reconciling"
-        return "Stable"
-
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def is_subscribed_to(self, topic: str) -> bool:
-        return topic in self.resolved_topics
-
-    def preferred_assignor(self, default: str) -> str:
-        votes: dict[str, int] = {}
-        for member in self.members.values():
-            if member.server_assignor:
-                votes[member.server_assignor] = votes.get(member.server_assignor, 0) + 1
-        return max(votes, key=lambda name: votes[name]) if votes else default
-
-    def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
-        return self.partition_epochs.get((topic_id, partition), -1)
-
-    def remove_partition_epochs(self, member: ConsumerMember) -> None:
-        for assignment in (member.assigned, member.pending_revocation):
-            for topic_id, partitions in assignment.items():
-                for partition in partitions:
-                    self.partition_epochs.pop((topic_id, partition), None)
-
-    def add_partition_epochs(self, member: ConsumerMember) -> None:
-        for assignment in (member.assigned, member.pending_revocation):
-            for topic_id, partitions in assignment.items():
-                for partition in partitions:
-                    self.partition_epochs[(topic_id, partition)] = member.member_epoch
-
-    def put_member(self, member: ConsumerMember) -> None:
-        """Add or replace a member. A member object changed in place must have had its partition
-        epochs removed (``remove_partition_epochs``) before the change."""
-        old = self.members.get(member.member_id)
-        if old is not None and old is not member:
-            self.remove_partition_epochs(old)
-        self.members[member.member_id] = member
-        if member.instance_id is not None:
-            self.static_members[member.instance_id] = member.member_id
-        self.add_partition_epochs(member)
-
-    def drop_member(self, member_id: str) -> ConsumerMember | None:
-        member = self.members.pop(member_id, None)
-        if member is None:
-            return None
-        self.remove_partition_epochs(member)
-        self.target.pop(member_id, None)
-        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
-            del self.static_members[member.instance_id]
-        return member
-
-    # persistence (this broker's own layout, key version 1000) ------------------------------
-    def encode(self) -> bytes:
-        writer = Writer()
-        writer.int16(0)
-        writer.int32(self.group_epoch)
-        writer.int32(self.assignment_epoch)
-        writer.int32(len(self.members))
-        for member in self.members.values():
-            writer.string(member.member_id, False)
-            writer.nullable_string(member.instance_id, False)
-            writer.nullable_string(member.rack_id, False)
-            writer.string(member.client_id, False)
-            writer.string(member.client_host, False)
-            writer.int32(member.rebalance_timeout_ms)
-            writer.string_array(member.subscribed_topic_names, False)
-            writer.nullable_string(member.subscribed_topic_regex, False)
-            writer.nullable_string(member.server_assignor, False)
-            writer.int32(member.member_epoch)
-            writer.int32(member.previous_member_epoch)
-            writer.int8(int(member.state))
-            for assignment in (member.assigned, member.pending_revocation, self.target.get(member.member_id, {})):
-                _write_assignment(writer, assignment)
-        return writer.getvalue()
-
-    @classmethod
-    def decode(cls, group_id: str, data: bytes | bytearray | memoryview) -> ConsumerGroup:
-        reader = Reader(data)
-        if reader.int16() != 0:
-            raise ValueError("unknown consumer group record version")
-        group = cls(group_id)
-        group.group_epoch = reader.int32()
-        group.assignment_epoch = reader.int32()
-        for _ in range(reader.int32()):
-            member = ConsumerMember(reader.string(False), reader.nullable_string(False), reader.nullable_string(False),
-                                    reader.string(False), reader.string(False), reader.int32(),
-                                    list(reader.string_array(False)), reader.nullable_string(False),
-                                    reader.nullable_string(False), reader.int32(), reader.int32(),
-                                    MemberState(reader.int8()))
-            member.assigned = _read_assignment(reader)
-            member.pending_revocation = _read_assignment(reader)
-            group.target[member.member_id] = _read_assignment(reader)
-            group.put_member(member)
-        return group
-
-
-def _write_assignment(writer: Writer, assignment: Assignment) -> None:
-    writer.int32(len(assignment))
-    for topic_id, partitions in assignment.items():
-        writer.uuid(topic_id)
-        writer.int32_array(sorted(partitions), False)
-
-
-def _read_assignment(reader: Reader) -> Assignment:
-    assignment: Assignment = {}
-    for _ in range(reader.int32()):
-        topic_id = reader.uuid()
-        assignment[topic_id] = set(reader.int32_array(False) or [])
-    return assignment
-
-
-class ConsumerGroups:
+class ConsumerRebalancer:
     """The ConsumerGroupHeartbeat rules, applied to the coordinator's consumer groups."""
 
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.coordinator = coordinator
-        self.timers = coordinator.timers
+    def __init__(self, store: GroupStore, topics: TopicManager, remove_group: Callable[[str], list[Record]]) -> None:
+        self.store = store
+        self.settings = store.settings
+        self.timers = store.timers
+        self.topics = topics
+        self._remove_group = remove_group  # forgets a group of either kind, cancelling its timers
 
     # topics --------------------------------------------------------------------------------
     def _topic(self, name: str) -> tuple[uuid.UUID, int] | None:
-        topic = self.coordinator.cluster.topics.get(name)
+        topic = self.topics.get(name)
         return None if topic is None else (topic.topic_id, len(topic.partitions))
-
-    def topic_name(self, topic_id: uuid.UUID) -> str:
-        topic = self.coordinator.cluster.topics.by_id(topic_id)
-        return "" if topic is None else topic.name
 
     def _resolve_subscription(self, member: ConsumerMember) -> set[str]:
         names = set(member.subscribed_topic_names)
@@ -286,23 +114,23 @@ class ConsumerGroups:
                 pattern = re.compile(member.subscribed_topic_regex)
             except re.error:
                 return names
-            names.update(topic.name for topic in self.coordinator.cluster.topics
+            names.update(topic.name for topic in self.topics
                          if topic.name not in INTERNAL_TOPICS and pattern.fullmatch(topic.name))
         return names
 
     # ConsumerGroupHeartbeat ----------------------------------------------------------------
-    def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+    def heartbeat(self, request: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
         try:
             self._validate(request)
             if request.member_epoch in (LEAVE_GROUP_EPOCH, LEAVE_GROUP_STATIC_EPOCH):
                 return self._leave(request)
             return self._heartbeat(request)
-        except _Refused as refused:
-            return HeartbeatResult(refused.error, refused.message)
+        except KafkaError as refused:
+            return ConsumerHeartbeatResult(refused.error_code, refused.message)
 
-    def _validate(self, request: HeartbeatRequest) -> None:
+    def _validate(self, request: ConsumerHeartbeat) -> None:
         def refuse(message: str) -> None:
-            raise _Refused(ErrorCode.INVALID_REQUEST, message)
+            raise KafkaError(ErrorCode.INVALID_REQUEST, message)
 
         if not request.group_id:
             refuse("GroupId can't be empty.")
@@ -332,45 +160,45 @@ class ConsumerGroups:
             try:
                 re.compile(request.subscribed_topic_regex)
             except re.error:
-                raise _Refused(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                                f"SubscribedTopicRegex {request.subscribed_topic_regex!r} is not valid.") from None
-        assignors = self.coordinator.settings.consumer_assignors
+        assignors = self.settings.consumer_assignors
         if request.server_assignor is not None and request.server_assignor not in assignors:
-            raise _Refused(ErrorCode.UNSUPPORTED_ASSIGNOR,
+            raise KafkaError(ErrorCode.UNSUPPORTED_ASSIGNOR,
                            f"ServerAssignor {request.server_assignor} is not supported. "
                            f"Supported assignors: {', '.join(assignors)}.")
 
-    def _group_for(self, request: HeartbeatRequest) -> ConsumerGroup:
+    def _group_for(self, request: ConsumerHeartbeat) -> ConsumerGroup:
         group_id = request.group_id
-        existing = self.coordinator.groups.get(group_id)
+        existing = self.store.groups.get(group_id)
         if existing is not None and not isinstance(existing, ConsumerGroup):
             if request.member_epoch != 0 or not existing.is_empty():
-                raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            records = self.coordinator.remove_group(group_id)  # an empty classic group becomes a consumer group
-            self.coordinator.write(group_id, records)
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            records = self._remove_group(group_id)  # an empty classic group becomes a consumer group
+            self.store.write(group_id, records)
             existing = None
         if existing is None:
             if request.member_epoch != 0:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Consumer group {group_id} has no member "
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Consumer group {group_id} has no member "
                                f"{request.member_id}.")
             existing = ConsumerGroup(group_id)
-            self.coordinator.groups[group_id] = existing
+            self.store.groups[group_id] = existing
         return existing
 
-    def _heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
-        settings = self.coordinator.settings
+    def _heartbeat(self, request: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+        settings = self.settings
         group = self._group_for(request)
         member_id = request.member_id or str(uuid.uuid4())
         if (len(group.members) >= settings.consumer_max_size and member_id not in group.members
                 and (request.instance_id is None or request.instance_id not in group.static_members)):
-            raise _Refused(ErrorCode.GROUP_MAX_SIZE_REACHED,
+            raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                            f"The consumer group has reached its maximum capacity of {settings.consumer_max_size} "
                            "members.")
         changed = False
         member = self._member_for(group, request, member_id)
         if member.member_id not in group.members:
             changed = True
-        old_assigned = _copy(member.assigned)
+        old_assigned = copy_assignment(member.assigned)
         old_subscription = (tuple(member.subscribed_topic_names), member.subscribed_topic_regex)
         # 1. Update the member's subscription and settings.
         if request.instance_id is not None:
@@ -411,15 +239,15 @@ class ConsumerGroups:
         changed |= self._reconcile(group, member, request.owned)
         self._schedule_session_timeout(group.group_id, member.member_id)
         if changed:
-            self.coordinator.store_consumer(group)
+            self.store.store_consumer(group)
         full = request.member_epoch == 0 or (request.rebalance_timeout_ms != -1
                                              and request.subscribed_topic_names is not None
                                              and request.owned is not None)
-        assignment = _as_list(member.assigned) if full or member.assigned != old_assigned else None
-        return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
+        assignment = assignment_as_list(member.assigned) if full or member.assigned != old_assigned else None
+        return ConsumerHeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
                                settings.consumer_heartbeat_interval_ms, assignment)
 
-    def _member_for(self, group: ConsumerGroup, request: HeartbeatRequest, member_id: str) -> ConsumerMember:
+    def _member_for(self, group: ConsumerGroup, request: ConsumerHeartbeat, member_id: str) -> ConsumerMember:
         epoch = request.member_epoch
         if request.instance_id is not None:
             existing_id = group.static_members.get(request.instance_id)
@@ -428,7 +256,7 @@ class ConsumerGroups:
                 if existing is None or existing.member_id == member_id:
                     return self._fresh_member(group, member_id)
                 if existing.member_epoch != LEAVE_GROUP_STATIC_EPOCH:
-                    raise _Refused(ErrorCode.UNRELEASED_INSTANCE_ID,
+                    raise KafkaError(ErrorCode.UNRELEASED_INSTANCE_ID,
                                    f"Static member {existing.member_id} with instance id {request.instance_id} "
                                    "is not released yet.")
                 # Take over the departed static member's place and assignment.
@@ -438,14 +266,14 @@ class ConsumerGroups:
                                         existing.client_host, existing.rebalance_timeout_ms,
                                         list(existing.subscribed_topic_names), existing.subscribed_topic_regex,
                                         existing.server_assignor, 0, 0, MemberState.STABLE,
-                                        _copy(existing.assigned), {})
+                                        copy_assignment(existing.assigned), {})
                 group.target[member_id] = target
                 group.put_member(member)
                 return member
             if existing is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
             if existing.member_id != member_id:
-                raise _Refused(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                f"{request.instance_id} was fenced by member {existing.member_id}.")
             self._check_epoch(existing, epoch, request.owned)
             return existing
@@ -453,7 +281,7 @@ class ConsumerGroups:
             return self._fresh_member(group, member_id)
         existing = group.members.get(member_id)
         if existing is None:
-            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
                            f"{group.group_id}.")
         self._check_epoch(existing, epoch, request.owned)
         return existing
@@ -467,13 +295,13 @@ class ConsumerGroups:
     @staticmethod
     def _check_epoch(member: ConsumerMember, received: int, owned: TopicPartitions | None) -> None:
         if received > member.member_epoch:
-            raise _Refused(ErrorCode.FENCED_MEMBER_EPOCH, f"The member epoch {received} is greater than "
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The member epoch {received} is greater than "
                            f"{member.member_epoch}; the member must abandon its partitions and rejoin.")
         if received < member.member_epoch:
             subset = owned is not None and all(set(partitions) <= member.assigned.get(topic_id, set())
                                                for topic_id, partitions in owned)
             if received != member.previous_member_epoch or not subset:
-                raise _Refused(ErrorCode.FENCED_MEMBER_EPOCH, f"The member epoch {received} is smaller than "
+                raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The member epoch {received} is smaller than "
                                f"{member.member_epoch}; the member must abandon its partitions and rejoin.")
 
     def _update_target(self, group: ConsumerGroup) -> None:
@@ -484,8 +312,9 @@ class ConsumerGroups:
             names = self._resolve_subscription(member)
             specs[member_id] = MemberSpec(frozenset(topic_ids[name] for name in names if name in topic_ids),
                                           group.target.get(member_id, {}))
-        assignor = ASSIGNORS[group.preferred_assignor(self.coordinator.settings.consumer_assignors[0])]
-        group.target = {member_id: _copy(assignment) for member_id, assignment in assignor(specs, partitions).items()}
+        assignor = ASSIGNORS[group.preferred_assignor(self.settings.consumer_assignors[0])]
+        group.target = {member_id: copy_assignment(assignment)
+                        for member_id, assignment in assignor(specs, partitions).items()}
         group.assignment_epoch = group.group_epoch
         log.info("group %s: target assignment for epoch %d computed", group.group_id, group.assignment_epoch)
 
@@ -494,8 +323,8 @@ class ConsumerGroups:
         epoch = group.assignment_epoch
         if member.is_reconciled_to(epoch):
             return False
-        before = (member.member_epoch, member.previous_member_epoch, member.state, _copy(member.assigned),
-                  _copy(member.pending_revocation))
+        before = (member.member_epoch, member.previous_member_epoch, member.state, copy_assignment(member.assigned),
+                  copy_assignment(member.pending_revocation))
 
         def owns_any(assignment: Assignment) -> bool:
             if owned is None:
@@ -553,32 +382,32 @@ class ConsumerGroups:
         member.assigned, member.pending_revocation = assigned, {}
 
     # leaving and fencing -------------------------------------------------------------------
-    def _leave(self, request: HeartbeatRequest) -> HeartbeatResult:
-        group = self.coordinator.groups.get(request.group_id)
+    def _leave(self, request: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+        group = self.store.groups.get(request.group_id)
         if not isinstance(group, ConsumerGroup):
-            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID if group is None else ErrorCode.GROUP_ID_NOT_FOUND,
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID if group is None else ErrorCode.GROUP_ID_NOT_FOUND,
                            f"Group {request.group_id} has no member {request.member_id}.")
         member_id = request.member_id
         if request.instance_id is not None:
             existing_id = group.static_members.get(request.instance_id)
             if existing_id is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
             if existing_id != member_id:
-                raise _Refused(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} was fenced by "
+                raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} was fenced by "
                                f"{existing_id}.")
         member = group.members.get(member_id)
         if member is None:
-            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
                            f"{group.group_id}.")
         if request.member_epoch == LEAVE_GROUP_STATIC_EPOCH:
             group.remove_partition_epochs(member)
             member.previous_member_epoch, member.member_epoch = member.member_epoch, LEAVE_GROUP_STATIC_EPOCH
             group.put_member(member)
-            self.coordinator.store_consumer(group)
+            self.store.store_consumer(group)
             log.info("group %s: static member %s left temporarily", group.group_id, member_id)
         else:
             self.fence(group, member_id, "left the group")
-        return HeartbeatResult(ErrorCode.NONE, None, member_id, request.member_epoch, 0, None)
+        return ConsumerHeartbeatResult(ErrorCode.NONE, None, member_id, request.member_epoch, 0, None)
 
     def _drop(self, group: ConsumerGroup, member_id: str) -> None:
         group.drop_member(member_id)
@@ -592,16 +421,16 @@ class ConsumerGroups:
         group.group_epoch += 1
         group.resolved_topics = set().union(*(self._resolve_subscription(m) for m in group.members.values()))
         log.info("group %s: member %s %s; epoch %d", group.group_id, member_id, reason, group.group_epoch)
-        self.coordinator.store_consumer(group)
+        self.store.store_consumer(group)
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         def expire() -> None:
-            group = self.coordinator.groups.get(group_id)
+            group = self.store.groups.get(group_id)
             if isinstance(group, ConsumerGroup):
                 self.fence(group, member_id, "failed its session timeout")
 
         self.timers.schedule(("consumer-session", group_id, member_id),
-                             self.coordinator.settings.consumer_session_timeout_ms, expire)
+                             self.settings.consumer_session_timeout_ms, expire)
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerMember) -> None:
         member_id, epoch = member.member_id, member.member_epoch
@@ -609,7 +438,7 @@ class ConsumerGroups:
                              lambda: self._rebalance_timed_out(group_id, member_id, epoch))
 
     def _rebalance_timed_out(self, group_id: str, member_id: str, epoch: int) -> None:
-        group = self.coordinator.groups.get(group_id)
+        group = self.store.groups.get(group_id)
         if not isinstance(group, ConsumerGroup):
             return
         member = group.members.get(member_id)
@@ -656,6 +485,6 @@ class ConsumerGroups:
 
     # ConsumerGroupDescribe -----------------------------------------------------------------
     def describe(self, group_id: str) -> ConsumerGroup | None:
-        group = self.coordinator.groups.get(group_id)
+        group = self.store.groups.get(group_id)
         return group if isinstance(group, ConsumerGroup) else None
 

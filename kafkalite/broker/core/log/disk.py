@@ -1,8 +1,9 @@
-"""Segments: the unit a partition log rolls, indexes, retains and recovers.
+"""The disk engine: segments as Kafka's files, and the partition log that keeps them in a directory.
 
-:class:`LogSegment` is what :class:`broker.core.log.SegmentedLog` needs from a segment; two engines
-implement it: :class:`FileSegment` here (Kafka's ``.log`` / ``.index`` / ``.timeindex`` triple) and
-``broker.core.memory_log.MemorySegment`` (a list of batches).
+:class:`DiskLog` is a :class:`~kafkalite.broker.core.log.partition_log.SegmentedLog` whose segments are
+:class:`FileSegment` objects; ``<data dir>/<topic>-<partition>/`` holds them. Build it with
+:meth:`DiskLog.create` or :meth:`DiskLog.load` (which recovers after an unclean shutdown, as the
+``log`` package docstring describes).
 
 File formats (all integers big-endian, as in Kafka):
 
@@ -22,42 +23,36 @@ on roll. ``segment.index.bytes`` still bounds the entry count (``bytes // entry 
 rolls the segment, as in Kafka. Entries are kept in ``array`` objects, loaded from the file the first
 time a lookup needs them.
 """
-
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import struct
-import sys
-from abc import ABC, abstractmethod
-from array import array
-from bisect import bisect_right
+import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import Final
 
+from kafkalite.broker.core.log.index import IndexCorrupt, OffsetIndex, TimeIndex, write_all
+from kafkalite.broker.core.log.partition_log import LogConfig, SegmentedLog, wall_clock_ms
+from kafkalite.broker.core.log.segment import (
+    INDEX_SUFFIX,
+    INT32_MAX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    SegmentRead,
+    segment_file_name,
+)
 from kafkalite.protocol.exceptions import CorruptRecordError
 from kafkalite.protocol.records import LOG_OVERHEAD, NO_TIMESTAMP, RecordBatch, iter_batches
 
 log = logging.getLogger("kafkalite.log")
 
-__all__ = [
-    "FileSegment",
-    "LogSegment",
-    "OffsetIndex",
-    "SegmentRead",
-    "TimeIndex",
-    "segment_file_name",
-]
+__all__ = ["DiskLog", "FileSegment", "RecoveryOutcome", "file_batches"]
 
-Buffer = bytes | bytearray | memoryview
-
-LOG_SUFFIX: Final = ".log"
-INDEX_SUFFIX: Final = ".index"
-TIME_INDEX_SUFFIX: Final = ".timeindex"
-
-INT32_MAX: Final = 2**31 - 1
 _BATCH_LENGTH: Final = struct.Struct(">i")  # at byte 8 of every batch (LOG_OVERHEAD framing)
 _BASE_OFFSET: Final = struct.Struct(">q")  # bytes 0..8 of every batch
 _SPAN: Final = struct.Struct(">qi11xi")  # base offset, batch length, (11 bytes), last offset delta
@@ -75,277 +70,6 @@ _MIN_BLOCK: Final = 64 * 1024
 _SCAN_BLOCK: Final = 16 * 1024
 _MAX_BLOCK: Final = 8 * 1024 * 1024
 
-
-def segment_file_name(base_offset: int, suffix: str) -> str:
-    """Kafka's file name: the base offset zero-padded to 20 digits, then the suffix."""
-    return f"{base_offset:020d}{suffix}"
-
-
-@dataclass(slots=True)
-class SegmentRead:
-    """What one segment contributed to a read.
-
-    ``stopped`` is True when the read must not go on to the next segment: the byte budget or the upper
-    bound was reached inside this one.
-    """
-
-    buffers: list[Buffer] = field(default_factory=list)
-    size: int = 0
-    first_offset: int = -1
-    next_offset: int = -1
-    stopped: bool = False
-
-
-class LogSegment(ABC):
-    """One segment: a contiguous run of batches starting at ``base_offset``.
-
-    ``next_offset`` is one past the last stored offset (``base_offset`` while empty). ``max_timestamp``
-    is the largest batch max timestamp (``-1`` if none) and ``offset_of_max_timestamp`` the last offset
-    of the first batch that reached it. ``first_append_ms`` is the wall clock of the first append (or of
-    loading a non-empty segment), the base for time-based rolls between appends.
-    """
-
-    base_offset: int
-    next_offset: int
-    size: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    first_append_ms: int | None
-    last_modified_ms: int
-
-    @abstractmethod
-    def append(self, batch: RecordBatch, now_ms: int, index_interval_bytes: int) -> int:
-        """Store ``batch`` (its base offset already assigned) at the end; return its position."""
-
-    @abstractmethod
-    def read(self, offset: int, max_bytes: int, min_one_batch: bool, upper_bound: int) -> SegmentRead:
-        """Whole batches from the one containing ``offset``, while the total stays within ``max_bytes``
-        (or the first one regardless, with ``min_one_batch``), stopping before any batch whose last
-        offset is at or above ``upper_bound``."""
-
-    @abstractmethod
-    def batches_from(self, offset: int) -> Iterator[RecordBatch]:
-        """Stored batches in order, starting with the first whose last offset is >= ``offset``."""
-
-    @abstractmethod
-    def batches_near_timestamp(self, timestamp: int, start_offset: int) -> Iterator[RecordBatch]:
-        """Stored batches in order, starting at or before the first batch holding a record with offset
-        >= ``start_offset`` and timestamp >= ``timestamp`` (the caller filters)."""
-
-    @abstractmethod
-    def is_index_full(self, segment_index_bytes: int) -> bool:
-        """Whether the offset or time index holds as many entries as ``segment.index.bytes`` allows."""
-
-    def on_roll(self) -> None:
-        """Called when the segment stops being the active one."""
-
-    def sync_handles(self) -> list[int]:
-        """New file descriptors (dups) for every file written since the last call, for the caller to
-        fsync and close, possibly on another thread; memory segments have none."""
-        return []
-
-    def close(self) -> None:
-        """Release files (no-op for memory)."""
-
-    def delete(self) -> None:
-        """Remove the segment's files (no-op for memory)."""
-
-    @property
-    def largest_timestamp(self) -> int:
-        """What retention.ms compares with: the max timestamp, or the last modification time if none."""
-        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
-
-    _first_batch_timestamp: int | None = None
-
-    def first_batch_timestamp(self) -> int:
-        """The first batch's max timestamp (Kafka's rolling base for segment.ms), -1 if empty or none."""
-        if self._first_batch_timestamp is None:
-            first = next(self.batches_from(self.base_offset), None)
-            if first is None:
-                return NO_TIMESTAMP
-            self._first_batch_timestamp = first.max_timestamp
-        return self._first_batch_timestamp
-
-    def _note_append(self, batch: RecordBatch, now_ms: int) -> None:
-        """Bookkeeping shared by both engines after a batch is stored."""
-        if self.size == 0:
-            self._first_batch_timestamp = batch.max_timestamp
-        if self.first_append_ms is None:
-            self.first_append_ms = now_ms
-        if batch.max_timestamp > self.max_timestamp:
-            self.max_timestamp = batch.max_timestamp
-            self.offset_of_max_timestamp = batch.last_offset
-        self.next_offset = batch.last_offset + 1
-        self.size += batch.size
-        self.last_modified_ms = now_ms
-
-
-# --------------------------------------------------------------------------------------------------
-# Index files
-
-
-class IndexCorrupt(Exception):
-    """An index file that fails its sanity check; the segment rebuilds it from the ``.log``."""
-
-
-class _SparseIndex:
-    """A file of fixed-size ``(key, value)`` entries with increasing keys, and its in-memory copy."""
-
-    ENTRY: ClassVar[struct.Struct]
-    KEY_TYPE: ClassVar[str]
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._keys: array[int] | None = None
-        self._values: array[int] | None = None
-        self._fd: int | None = None
-        self._dirty = False
-        try:
-            file_size = path.stat().st_size
-        except FileNotFoundError:
-            file_size = 0
-        self._count = file_size // self.ENTRY.size
-
-    @property
-    def entry_count(self) -> int:
-        return self._count
-
-    def max_entries(self, segment_index_bytes: int) -> int:
-        return segment_index_bytes // self.ENTRY.size
-
-    def sanity_check(self) -> tuple[int, int] | None:
-        """Raise :class:`IndexCorrupt` unless the file is whole entries; return the last entry."""
-        try:
-            file_size = self.path.stat().st_size
-        except FileNotFoundError:
-            raise IndexCorrupt(f"{self.path.name} is missing") from None
-        if file_size % self.ENTRY.size:
-            raise IndexCorrupt(f"{self.path.name} has {file_size} bytes, not a multiple of {self.ENTRY.size}")
-        self._count = file_size // self.ENTRY.size
-        if self._count == 0:
-            return None
-        with open(self.path, "rb") as file:
-            file.seek(file_size - self.ENTRY.size)
-            key, value = self.ENTRY.unpack(file.read(self.ENTRY.size))
-        return key, value
-
-    def last_entry(self) -> tuple[int, int] | None:
-        if self._count == 0:
-            return None
-        keys, values = self._load()
-        return keys[-1], values[-1]
-
-    def _load(self) -> tuple[array[int], array[int]]:
-        if self._keys is None or self._values is None:
-            data = self.path.read_bytes() if self._count else b""
-            data = data[: self._count * self.ENTRY.size]
-            self._keys, self._values = self._decode(data)
-        return self._keys, self._values
-
-    def _decode(self, data: bytes) -> tuple[array[int], array[int]]:
-        keys: array[int] = array(self.KEY_TYPE)
-        values: array[int] = array("i")
-        for key, value in self.ENTRY.iter_unpack(data):
-            keys.append(key)
-            values.append(value)
-        return keys, values
-
-    def floor(self, key: int) -> tuple[int, int] | None:
-        """The entry with the largest key <= ``key``, if any."""
-        if self._count == 0:
-            return None
-        keys, values = self._load()
-        slot = bisect_right(keys, key) - 1
-        return None if slot < 0 else (keys[slot], values[slot])
-
-    def append(self, key: int, value: int) -> None:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        _write_all(self._fd, self.ENTRY.pack(key, value))
-        if self._keys is not None and self._values is not None:
-            self._keys.append(key)
-            self._values.append(value)
-        self._count += 1
-        self._dirty = True
-
-    def replace(self, entries: list[tuple[int, int]]) -> None:
-        """Rewrite the whole file with ``entries`` (after recovery or a rebuild)."""
-        self.close()
-        data = b"".join(self.ENTRY.pack(key, value) for key, value in entries)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        self._keys = array(self.KEY_TYPE, (key for key, _ in entries))
-        self._values = array("i", (value for _, value in entries))
-        self._count = len(entries)
-        self._dirty = True
-
-    def sync_handle(self) -> int | None:
-        """A new descriptor of the file if it was written since the last call (see LogSegment.sync_handles)."""
-        if not self._dirty:
-            return None
-        self._dirty = False
-        return os.dup(self._fd) if self._fd is not None else os.open(self.path, os.O_RDONLY)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def delete(self) -> None:
-        self.close()
-        self.path.unlink(missing_ok=True)
-
-
-class OffsetIndex(_SparseIndex):
-    """``.index``: (last offset of a batch - base offset: int32, position of that batch: int32)."""
-
-    ENTRY = struct.Struct(">ii")
-    KEY_TYPE = "i"
-
-    def _decode(self, data: bytes) -> tuple[array[int], array[int]]:
-        # Both halves are int32: decode the file in one go (a full 10 MiB index has 1.3 M entries).
-        words: array[int] = array("i")
-        words.frombytes(data)
-        if sys.byteorder == "little":
-            words.byteswap()
-        return words[0::2], words[1::2]
-
-
-    def floor_position(self, position: int) -> int | None:
-        """The largest indexed batch position <= ``position`` (positions grow with offsets)."""
-        if self._count == 0:
-            return None
-        _, positions = self._load()
-        slot = bisect_right(positions, position) - 1
-        return None if slot < 0 else positions[slot]
-
-
-class TimeIndex(_SparseIndex):
-    """``.timeindex``: (largest timestamp so far: int64, its batch's last offset - base offset: int32)."""
-
-    ENTRY = struct.Struct(">qi")
-    KEY_TYPE = "q"
-
-    def maybe_append(self, timestamp: int, relative_offset: int) -> None:
-        """Add an entry only if ``timestamp`` is larger than the last one (Kafka's ``maybeAppend``)."""
-        last = self.last_entry()
-        if timestamp < 0 or (last is not None and timestamp <= last[0]):
-            return
-        self.append(timestamp, relative_offset)
-
-
-def _write_all(fd: int, data: Buffer) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-# --------------------------------------------------------------------------------------------------
-# The file segment
 
 
 def file_batches(fd: int, start: int, end: int, block_size: int) -> Iterator[tuple[int, RecordBatch]]:
@@ -513,7 +237,7 @@ class FileSegment(LogSegment):
 
     def append(self, batch: RecordBatch, now_ms: int, index_interval_bytes: int) -> int:
         position = self.size
-        _write_all(self._fd, batch.buffer)
+        write_all(self._fd, batch.buffer)
         self._log_dirty = True
         self._note_append(batch, now_ms)
         if self._bytes_since_index_entry > index_interval_bytes:
@@ -641,3 +365,137 @@ class FileSegment(LogSegment):
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+
+
+class DiskLog(SegmentedLog):
+    """A partition log in ``directory`` (``<data dir>/<topic>-<partition>``), in Kafka's layout.
+
+    Build it with :meth:`create` (new, empty) or :meth:`load` (existing, with recovery).
+    """
+
+    def __init__(self, directory: Path, config: LogConfig, now_ms: int) -> None:
+        super().__init__(directory.name, config, now_ms, directory)
+        self.directory: Path = directory
+        self._directory_dirty = True
+
+    @classmethod
+    def create(cls, directory: Path, config: LogConfig, now_ms: int | None = None) -> DiskLog:
+        """A new empty log with one segment at offset 0; the directory is created if missing."""
+        now = wall_clock_ms() if now_ms is None else now_ms
+        directory.mkdir(parents=True, exist_ok=True)
+        disk_log = cls(directory, config, now)
+        disk_log._add_segment(disk_log._new_segment(0, now))
+        return disk_log
+
+    @classmethod
+    def load(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool,
+        now_ms: int | None = None,
+    ) -> DiskLog:
+        """Open the segments in ``directory``; after an unclean shutdown, recover from ``recovery_point``.
+
+        Logs one INFO line per partition that needed recovery, saying what was truncated.
+        """
+        now = wall_clock_ms() if now_ms is None else now_ms
+        disk_log = cls(directory, config, now)
+        base_offsets = disk_log._scan_directory()
+        if not base_offsets:
+            disk_log._add_segment(disk_log._new_segment(max(log_start_offset, 0), now))
+            disk_log._log_start_offset = disk_log._recovery_point = max(log_start_offset, 0)
+            return disk_log
+        recovered: list[str] = []
+        for index, base_offset in enumerate(base_offsets):
+            segment = FileSegment(directory, base_offset, now, create=False)
+            following = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
+            expected_start = disk_log._segments[-1].next_offset if disk_log._segments else base_offset
+            if clean_shutdown or (following is not None and following <= recovery_point):
+                segment.load_trusted(following, config.index_interval_bytes)
+                disk_log._add_segment(segment)
+                continue
+            if base_offset < expected_start:
+                # Overlapping offsets cannot be served; keep what came before and drop the rest.
+                for later_base in base_offsets[index:]:
+                    _delete_segment_files(directory, later_base)
+                segment.close()
+                recovered.append(
+                    f"segment {base_offset} overlaps offsets up to {expected_start}; "
+                    f"deleted it and {len(base_offsets) - index - 1} later segment(s)"
+                )
+                break
+            outcome = segment.recover(config.index_interval_bytes)
+            disk_log._add_segment(segment)
+            if outcome.truncated_bytes:
+                later = base_offsets[index + 1 :]
+                for later_base in later:
+                    _delete_segment_files(directory, later_base)
+                recovered.append(
+                    f"truncated {outcome.truncated_bytes} bytes at offset {segment.next_offset} of segment "
+                    f"{base_offset} ({outcome.reason}) and deleted {len(later)} later segment(s)"
+                )
+                break
+        disk_log._log_start_offset = max(log_start_offset, disk_log._bases[0])
+        if disk_log._log_start_offset > disk_log.log_end_offset:
+            disk_log._log_start_offset = disk_log.log_end_offset
+        if clean_shutdown:
+            disk_log._recovery_point = disk_log.log_end_offset
+        else:
+            # What was just validated is made durable, so the recovery point can move to the end.
+            disk_log._recovery_point = min(recovery_point, disk_log.log_end_offset)
+            disk_log.flush(now)
+            log.info(
+                "Recovered %s from offset %d: %s; log end offset %d",
+                disk_log.name,
+                recovery_point,
+                "; ".join(recovered) or "nothing truncated",
+                disk_log.log_end_offset,
+            )
+        return disk_log
+
+    def _scan_directory(self) -> list[int]:
+        """Base offsets of the ``.log`` files; orphan index files are removed."""
+        bases: set[int] = set()
+        orphans: list[Path] = []
+        for path in self.directory.iterdir():
+            stem, suffix = path.stem, path.suffix
+            if not (len(stem) == 20 and stem.isdigit()):
+                continue
+            if suffix == LOG_SUFFIX:
+                bases.add(int(stem))
+            elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                orphans.append(path)
+        for path in orphans:
+            if int(path.stem) not in bases:
+                path.unlink(missing_ok=True)
+        return sorted(bases)
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        self._directory_dirty = True
+        return FileSegment(self.directory, base_offset, now_ms, create=True)
+
+    def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
+        handles = super()._sync_handles(segments)
+        if self._directory_dirty:  # new segment files must survive in the directory too
+            handles.append(os.open(self.directory, os.O_RDONLY))
+            self._directory_dirty = False
+        return handles
+
+    def delete(self) -> None:
+        """Close and remove the partition directory (renamed to a ``-delete`` name first, as Kafka does)."""
+        self.close()
+        doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}-delete")
+        try:
+            self.directory.rename(doomed)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _delete_segment_files(directory: Path, base_offset: int) -> None:
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        (directory / segment_file_name(base_offset, suffix)).unlink(missing_ok=True)

@@ -3,9 +3,9 @@
 Each :class:`MemorySegment` is a list of stored batches (immutable ``bytes`` copies, so a buffer handed
 out by ``read`` never changes) with parallel lists of last offsets, byte positions and a running maximum
 of batch timestamps, searched with ``bisect``. All the offset, roll and retention rules live in
-:class:`broker.core.log.SegmentedLog` and are shared with the disk engine, so tests that run against
-this engine exercise the same logic. Used by test fixtures and by a broker started without ``log.dirs``.
-Nothing survives the process: ``flush`` only moves the recovery point.
+:class:`~kafkalite.broker.core.log.partition_log.SegmentedLog` and are shared with the disk engine, so
+tests that run against this engine exercise the same logic. Used by test fixtures and by a broker with
+``log.storage=memory``. Nothing survives the process: ``flush`` only moves the recovery point.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from kafkalite.broker.core.log import LogConfig, SegmentedLog, wall_clock_ms
-from kafkalite.broker.core.log_segment import LogSegment, SegmentRead
+from kafkalite.broker.core.log.partition_log import LogConfig, SegmentedLog, wall_clock_ms
+from kafkalite.broker.core.log.segment import LogSegment, SegmentRead
 from kafkalite.protocol.records import NO_TIMESTAMP, RecordBatch
 
 __all__ = ["MemoryLog", "MemorySegment"]
@@ -78,7 +78,7 @@ class MemorySegment(LogSegment):
 
 
 class MemoryLog(SegmentedLog):
-    """A :class:`~broker.core.log.PartitionLog` kept in memory, starting empty at ``log_start_offset``."""
+    """A partition log kept in memory, starting empty at ``log_start_offset``."""
 
     def __init__(self, name: str, config: LogConfig, now_ms: int | None = None, log_start_offset: int = 0) -> None:
         now = wall_clock_ms() if now_ms is None else now_ms

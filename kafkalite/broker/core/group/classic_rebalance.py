@@ -1,7 +1,7 @@
 """The classic rebalance protocol: JoinGroup, SyncGroup, Heartbeat and LeaveGroup on classic groups.
 
-``ClassicGroups`` applies Kafka's rules (``GroupMetadataManager`` of the group-coordinator module) to
-the state in ``group_classic``, whose docstring describes the state machine, the phases and the
+``ClassicRebalancer`` applies Kafka's rules (``GroupMetadataManager`` of the group-coordinator module) to
+the state in ``classic_group``, whose docstring describes the state machine, the phases and the
 timers. Every operation runs to completion on the event loop: an answer that must wait (JoinGroup,
 SyncGroup) is a future parked on the member, resolved by the event that completes the phase.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
-from kafkalite.broker.core.group_classic import (
+from kafkalite.broker.core.group.classic_group import (
     VALID_PREVIOUS,
     ClassicGroup,
     ClassicMember,
@@ -23,14 +23,14 @@ from kafkalite.broker.core.group_classic import (
     SyncResult,
     resolve,
 )
+from kafkalite.broker.core.group.offsets import Record
+from kafkalite.broker.core.group.store import GroupStore
 from kafkalite.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     import asyncio
 
-    from kafkalite.broker.core.groups import GroupCoordinator
-
-__all__ = ["ClassicGroups"]
+__all__ = ["ClassicRebalancer"]
 
 log = logging.getLogger("kafkalite.groups")
 
@@ -39,16 +39,18 @@ def _heartbeat_key(group_id: str, member_id: str) -> Hashable:
     return ("classic-heartbeat", group_id, member_id)
 
 
-class ClassicGroups:
+class ClassicRebalancer:
     """The classic protocol's rules, applied to the coordinator's classic groups."""
 
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.coordinator = coordinator
-        self.timers = coordinator.timers
+    def __init__(self, store: GroupStore, remove_group: Callable[[str], list[Record]]) -> None:
+        self.store = store
+        self.settings = store.settings
+        self.timers = store.timers
+        self._remove_group = remove_group  # forgets a group of either kind, cancelling its timers
 
     # lookups -------------------------------------------------------------------------------
     def _group(self, group_id: str) -> ClassicGroup | None:
-        group = self.coordinator.groups.get(group_id)
+        group = self.store.groups.get(group_id)
         return group if isinstance(group, ClassicGroup) else None
 
     def _now(self) -> int:
@@ -57,19 +59,19 @@ class ClassicGroups:
     # JoinGroup -----------------------------------------------------------------------------
     def join(self, request: JoinRequest) -> asyncio.Future[JoinResult]:
         future: asyncio.Future[JoinResult] = self.timers.create_future()
-        config = self.coordinator.settings
+        config = self.settings
         if not request.group_id:
             resolve(future, JoinResult(ErrorCode.INVALID_GROUP_ID, member_id=request.member_id))
             return future
         if not config.min_session_timeout_ms <= request.session_timeout_ms <= config.max_session_timeout_ms:
             resolve(future, JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=request.member_id))
             return future
-        existing = self.coordinator.groups.get(request.group_id)
+        existing = self.store.groups.get(request.group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
             if not existing.is_empty():
                 resolve(future, JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id))
                 return future
-            self.coordinator.remove_group(existing.group_id)  # an empty consumer group becomes classic
+            self._remove_group(existing.group_id)  # an empty consumer group becomes classic
             existing = None
         is_unknown = request.member_id == ""
         if existing is None:
@@ -77,8 +79,8 @@ class ClassicGroups:
                 resolve(future, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=request.member_id))
                 return future
             group = ClassicGroup(request.group_id, self._now())
-            self.coordinator.groups[request.group_id] = group
-            self.coordinator.store_classic(group, with_members=False)
+            self.store.groups[request.group_id] = group
+            self.store.store_classic(group, with_members=False)
         else:
             group = existing
         if not self._accept_joining_member(group, request.member_id):
@@ -90,7 +92,7 @@ class ClassicGroups:
         return future
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
-        max_size = self.coordinator.settings.max_group_size
+        max_size = self.settings.max_group_size
         if group.state in (ClassicState.EMPTY, ClassicState.DEAD):
             return True
         if group.state is ClassicState.PREPARING_REBALANCE:
@@ -175,7 +177,7 @@ class ClassicGroups:
         group.add(member, future)
         # A new member cannot heartbeat while its JoinGroup is parked; it expires after a long timeout
         # instead, so that clients that gave up on a long rebalance do not pile up as defunct members.
-        self._reschedule_heartbeat(group, member, self.coordinator.settings.new_member_join_timeout_ms)
+        self._reschedule_heartbeat(group, member, self.settings.new_member_join_timeout_ms)
         self._maybe_prepare_rebalance_or_complete_join(group, f"new member {member_id} joined")
 
     def _update_member_and_rebalance(self, group: ClassicGroup, member: ClassicMember, request: JoinRequest,
@@ -196,7 +198,7 @@ class ClassicGroups:
         if group.state is ClassicState.STABLE:
             if group.select_protocol() == group.protocol_name:
                 # Same protocol: the member takes its predecessor's place and assignment, no rebalance.
-                self.coordinator.store_classic(group, with_members=True)
+                self.store.store_classic(group, with_members=True)
                 is_leader = new_member_id == group.leader_id
                 if request.api_version >= 9:
                     result = self._join_result(group, member, with_members=is_leader, skip_assignment=is_leader)
@@ -233,7 +235,7 @@ class ClassicGroups:
         group.transition(ClassicState.PREPARING_REBALANCE, self._now())
         log.info("group %s: preparing to rebalance (generation %d): %s", group.group_id, group.generation_id, reason)
         if initial:
-            delay = self.coordinator.settings.initial_rebalance_delay_ms
+            delay = self.settings.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             self._schedule_initial_join(group, delay, remaining)
         elif group.has_all_members_joined():
@@ -251,7 +253,7 @@ class ClassicGroups:
                 return
             if group.new_member_added and remaining_ms != 0:
                 group.new_member_added = False
-                self._schedule_initial_join(group, min(self.coordinator.settings.initial_rebalance_delay_ms,
+                self._schedule_initial_join(group, min(self.settings.initial_rebalance_delay_ms,
                                                        remaining_ms), max(remaining_ms - delay_ms, 0))
             else:
                 self._complete_join(group)
@@ -289,7 +291,7 @@ class ClassicGroups:
             group.subscribed_topics = group.compute_subscribed_topics()
             group.transition(ClassicState.EMPTY, now)
             log.info("group %s is now empty (generation %d)", group.group_id, group.generation_id)
-            self.coordinator.store_classic(group, with_members=False)
+            self.store.store_classic(group, with_members=False)
             return
         group.protocol_name = group.select_protocol()
         group.subscribed_topics = group.compute_subscribed_topics()
@@ -369,7 +371,7 @@ class ClassicGroups:
                          group.group_id, member_id, group.generation_id)
                 for each in group.members.values():
                     each.assignment = assignments.get(each.member_id, b"")
-                self.coordinator.store_classic(group, with_members=True)
+                self.store.store_classic(group, with_members=True)
                 self._propagate_assignment(group, ErrorCode.NONE)
                 group.transition(ClassicState.STABLE, self._now())
         else:  # Stable: the assignment is known (a follower whose SyncGroup comes after the leader's)

@@ -1,35 +1,6 @@
-"""The group coordinator: consumer groups (classic and KIP-848) and their committed offsets.
+"""The group coordinator: the one entry point handlers use for consumer groups and committed offsets.
 
-Theory of operation
--------------------
-This node coordinates every group. ``GroupCoordinator`` owns the groups by id and the offset store,
-and is the only entry point for handlers; the protocol rules live in two engines:
-
-* ``group_rebalance.ClassicGroups`` runs the classic JoinGroup/SyncGroup protocol (states Empty,
-  PreparingRebalance, CompletingRebalance, Stable, Dead; see ``group_classic``);
-* ``group_consumer.ConsumerGroups`` runs KIP-848 ConsumerGroupHeartbeat groups (states Empty,
-  Assigning, Reconciling, Stable) with the server-side assignors of ``group_assignors``.
-
-A group id names one group of one kind. An empty group of one kind is replaced by the other kind
-when a member of the other protocol joins (Kafka's offline upgrade/downgrade); a non-empty one
-refuses it. Committing offsets to an unknown group with generation -1 creates an Empty "simple"
-classic group without a protocol type, as admin tools and manual-assignment consumers need.
-
-Waiting (JoinGroup, SyncGroup) is a future parked on the member; timers are keyed
-``Timers.schedule`` calls (``group_timers``), a real event loop in the broker and a manual clock in
-tests. Everything runs on the event loop, so nothing needs a lock.
-
-Durability: every change is written synchronously, as key/value records (``group_records``), to the
-``__consumer_offsets`` partition of the group (``abs(hash(group id)) % offsets.topic.num.partitions``,
-like Kafka) before the answer leaves. ``open`` replays the topic: the last record of each key wins, a
-tombstone deletes; groups that only have offsets come back as simple groups. ``periodic`` expires
-offsets every ``offsets.retention.check.interval.ms``: those of an Empty group ``offsets.retention.minutes``
-after it became empty (of a simple group, after their commit), and those of topics a consumer group no
-longer subscribes to; a group with no offsets left and no members is deleted.
-
-Transactions (for the transaction coordinator): ``stage_transactional_offsets`` stages TxnOffsetCommit
-offsets per producer id, invisible to OffsetFetch (``require_stable`` fetches get
-UNSTABLE_OFFSET_COMMIT) until ``complete_transaction(producer_id, commit)`` materializes or drops them.
+See the ``kafkalite.broker.core.group`` package docstring for the theory of operation.
 """
 
 from __future__ import annotations
@@ -39,12 +10,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.broker.core.coordinator_log import CoordinatorLog
-from kafkalite.broker.core.group_classic import ClassicGroup, ClassicState, JoinRequest, JoinResult, SyncResult
-from kafkalite.broker.core.group_consumer import ConsumerGroup, ConsumerGroups
-from kafkalite.broker.core.group_offsets import OffsetAndMetadata, OffsetStore, Record
-from kafkalite.broker.core.group_rebalance import ClassicGroups
-from kafkalite.broker.core.group_records import (
+from kafkalite.broker.core.coordinator_log import OFFSETS_TOPIC, CoordinatorLog
+from kafkalite.broker.core.group.classic_group import ClassicGroup, ClassicState, JoinRequest, JoinResult, SyncResult
+from kafkalite.broker.core.group.classic_rebalance import ClassicRebalancer
+from kafkalite.broker.core.group.consumer_group import ConsumerGroup
+from kafkalite.broker.core.group.consumer_rebalance import (
+    ConsumerHeartbeat,
+    ConsumerHeartbeatResult,
+    ConsumerRebalancer,
+)
+from kafkalite.broker.core.group.offsets import OffsetAndMetadata, OffsetStore, Record
+from kafkalite.broker.core.group.records import (
     ClassicGroupRecord,
     ConsumerGroupKey,
     GroupMetadataKey,
@@ -54,63 +30,25 @@ from kafkalite.broker.core.group_records import (
     decode_offset_value,
     decode_pending_txn_offset_value,
 )
-from kafkalite.broker.core.group_timers import LoopTimers, Timers
+from kafkalite.broker.core.group.store import Group, GroupSettings, GroupStore
+from kafkalite.broker.core.group.timers import LoopTimers, Timers
+from kafkalite.broker.core.topics import TopicManager
 from kafkalite.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     import asyncio
 
-    from kafkalite.broker.config import BrokerConfig
-    from kafkalite.broker.core.cluster import Cluster
-
-__all__ = ["client_host", "GroupCoordinator", "GroupDescription", "GroupSettings", "ListedGroup", "MemberDescription",
-           "PartitionOffset", "OffsetToCommit", "OFFSETS_TOPIC"]
+__all__ = ["client_host", "GroupCoordinator", "GroupDescription", "ListedGroup", "MemberDescription",
+           "PartitionOffset", "OffsetToCommit"]
 
 log = logging.getLogger("kafkalite.groups")
 
-OFFSETS_TOPIC = "__consumer_offsets"
-Group = ClassicGroup | ConsumerGroup
 
 
 def client_host(peer: str) -> str:
     """A client's host as Kafka reports it in DescribeGroups ("/127.0.0.1") from "host:port"."""
     host = peer.rsplit(":", 1)[0] if ":" in peer else peer
     return "/" + host.strip("[]")
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSettings:
-    """The group coordinator's configuration (Kafka's key names in ``from_config``)."""
-
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1_800_000
-    initial_rebalance_delay_ms: int = 3000
-    max_group_size: int = 2**31 - 1
-    new_member_join_timeout_ms: int = 300_000
-    offsets_retention_ms: int = 7 * 24 * 3_600_000
-    retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4096
-    consumer_session_timeout_ms: int = 45_000
-    consumer_heartbeat_interval_ms: int = 5000
-    consumer_max_size: int = 2**31 - 1
-    consumer_assignors: tuple[str, ...] = ("uniform", "range")
-
-    @classmethod
-    def from_config(cls, config: BrokerConfig) -> GroupSettings:
-        defaults = cls()
-        return cls(
-            min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
-            max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
-            initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
-            max_group_size=config.get_int("group.max.size"),
-            offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
-            retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
-            offset_metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
-            consumer_session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
-            consumer_heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
-            consumer_max_size=config.get_int("group.consumer.max.size"),
-            consumer_assignors=tuple(config.get_list("group.consumer.assignors")) or defaults.consumer_assignors,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,17 +101,23 @@ class PartitionOffset:
 
 
 class GroupCoordinator:
-    """Every group of the broker and their committed offsets. Touch only from the event loop."""
+    """Every group of the broker and their committed offsets. Touch only from the event loop.
 
-    def __init__(self, cluster: Cluster, timers: Timers | None = None, settings: GroupSettings | None = None) -> None:
-        self.cluster = cluster
+    ``topics`` answers whether a committed partition exists (and, for KIP-848 groups, which topics a
+    subscription names); ``log`` is ``__consumer_offsets``.
+    """
+
+    def __init__(self, topics: TopicManager, log: CoordinatorLog, settings: GroupSettings,
+                 timers: Timers | None = None) -> None:
+        self.topics = topics
         self.timers: Timers = timers if timers is not None else LoopTimers()
-        self.settings = settings if settings is not None else GroupSettings.from_config(cluster.config)
-        self.groups: dict[str, Group] = {}
+        self.settings = settings
+        self.store = GroupStore(log, settings, self.timers)
+        self.groups = self.store.groups
+        self.log = log
         self.offsets = OffsetStore()
-        self.log = CoordinatorLog(cluster, OFFSETS_TOPIC, "offsets.topic.num.partitions")
-        self.classic = ClassicGroups(self)
-        self.consumer = ConsumerGroups(self)
+        self.classic = ClassicRebalancer(self.store, self.remove_group)
+        self.consumer = ConsumerRebalancer(self.store, topics, self.remove_group)
         self._last_expiry_ms = 0
 
     # lifecycle -----------------------------------------------------------------------------
@@ -199,15 +143,11 @@ class GroupCoordinator:
         self._last_expiry_ms = self.timers.now_ms()
 
     def close(self) -> None:
-        cancel_all = getattr(self.timers, "cancel_all", None)
-        if cancel_all is not None:
-            cancel_all()
+        self.timers.cancel_all()
 
     def periodic(self, now_ms: int) -> None:
         """Deferred timers, and offset expiry every ``offsets.retention.check.interval.ms``."""
-        poll = getattr(self.timers, "poll", None)
-        if poll is not None:
-            poll()
+        self.timers.poll()
         if now_ms - self._last_expiry_ms >= self.settings.retention_check_interval_ms:
             self._last_expiry_ms = now_ms
             self.expire_offsets()
@@ -235,15 +175,7 @@ class GroupCoordinator:
 
     # persistence ---------------------------------------------------------------------------
     def write(self, group_id: str, records: Sequence[Record]) -> None:
-        if records:
-            self.log.append(self.log.partition_for(group_id), records, self.timers.now_ms())
-
-    def store_classic(self, group: ClassicGroup, with_members: bool) -> None:
-        self.write(group.group_id, [(GroupMetadataKey(group.group_id).encode(),
-                                     group.to_record(with_members).encode())])
-
-    def store_consumer(self, group: ConsumerGroup) -> None:
-        self.write(group.group_id, [(ConsumerGroupKey(group.group_id).encode(), group.encode())])
+        self.store.write(group_id, records)
 
     def remove_group(self, group_id: str) -> list[Record]:
         """Forget a group (not its offsets); the tombstone that records it."""
@@ -278,6 +210,22 @@ class GroupCoordinator:
         if isinstance(group, ConsumerGroup):
             return ErrorCode.UNKNOWN_MEMBER_ID, []
         return self.classic.leave(group_id, members)
+
+    # KIP-848 protocol ----------------------------------------------------------------------
+    def consumer_heartbeat(self, request: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+        return self.consumer.heartbeat(request)
+
+    def describe_consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """A KIP-848 group (None for an unknown group or a classic one)."""
+        return self.consumer.describe(group_id)
+
+    def default_assignor(self) -> str:
+        """The server-side assignor of KIP-848 groups whose members name none."""
+        return self.settings.consumer_assignors[0]
+
+    def ensure_offsets_topic(self) -> None:
+        """Create ``__consumer_offsets`` if it does not exist yet (FindCoordinator does, like Kafka)."""
+        self.log.topic()
 
     # admin ---------------------------------------------------------------------------------
     def describe_group(self, group_id: str) -> GroupDescription:
@@ -359,7 +307,7 @@ class GroupCoordinator:
         for item in offsets:
             key = (item.topic, item.partition)
             metadata = item.metadata or ""
-            if self.cluster.topics.partition(item.topic, item.partition) is None:
+            if self.topics.partition(item.topic, item.partition) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif len(metadata.encode("utf-8")) > self.settings.offset_metadata_max_bytes:
                 errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -421,7 +369,7 @@ class GroupCoordinator:
         to_delete: list[tuple[str, int]] = []
         for topic, partitions in topics:
             for partition in partitions:
-                if self.cluster.topics.partition(topic, partition) is None:
+                if self.topics.partition(topic, partition) is None:
                     errors[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif group.is_subscribed_to(topic):
                     errors[(topic, partition)] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC

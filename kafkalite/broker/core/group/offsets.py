@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kafkalite.broker.core.group_records import (
+from kafkalite.broker.core.group.records import (
     OffsetAndMetadata,
     OffsetCommitKey,
     PendingTxnOffsetKey,

@@ -11,7 +11,7 @@ metadata use Kafka's own layouts (non-flexible versions), so the topic reads lik
 
 Two layouts are this broker's own, with key versions Kafka does not use, so they are never mistaken
 for Kafka's: ``CONSUMER_GROUP_KEY`` (1000) holds a whole KIP-848 group in one value (Kafka spreads it
-over six record types; the value layout is in ``group_consumer``), and ``PENDING_TXN_OFFSET_KEY``
+over six record types; the value layout is in ``consumer_group``), and ``PENDING_TXN_OFFSET_KEY``
 (1001) holds an offset staged by TxnOffsetCommit until its transaction ends (Kafka writes those as
 transactional records resolved by a marker; the coordinator log has no transactional batches).
 A null value is a tombstone. Keys of unknown versions are skipped on replay.

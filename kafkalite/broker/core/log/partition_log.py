@@ -1,85 +1,33 @@
-"""One partition's log: append-only segments in Kafka's on-disk layout, and the interface both engines share.
+"""A partition log's settings, results and interface, and the logic both storage engines share.
 
-Theory of operation
--------------------
-**Offsets.** The *log start offset* is the first offset a consumer may fetch (raised by retention and
-DeleteRecords); the *log end offset* is the offset the next appended record gets. Offsets are assigned
-per batch, never per record: ``append`` writes the log end offset into the batch's first 8 bytes (the
-base offset, outside the CRC) and the batch's last offset delta gives the rest. The caller has already
-validated the batch (magic 2, CRC, sizes, producer sequence); control and transactional batches are
-appended like any other.
-
-**Segments.** The log is a list of segments, each holding a contiguous run of batches from its *base
-offset*. Only the last, the *active segment*, is appended to. Before an append the log *rolls* (starts
-a new active segment whose base offset is the log end offset) when the batch would push the active
-segment past ``segment.bytes``, when ``segment.ms`` has passed between the segment's first batch and
-this one (Kafka compares batch timestamps; without timestamps, wall clock since the first append), when
-an index is full, or when the batch's offsets would not fit a 4-byte relative offset. ``maybe_roll``
-applies the time rule between appends (wall clock since the first append).
-
-**On disk** (:class:`DiskLog`, see ``broker.core.log_segment``): ``<topic>-<partition>/`` holds, per
-segment, ``<base offset, 20 digits>.log`` (batches byte for byte), ``.index`` (sparse: last offset of a
-batch -> its file position) and ``.timeindex`` (sparse: largest timestamp so far -> offset). A read looks
-up the nearest index entry below the wanted offset and walks batch headers forward from there, so it
-scans about ``index.interval.bytes`` at most before returning stored bytes untouched.
-``broker.core.memory_log.MemoryLog`` keeps the same segments as lists of batches.
-
-**Reads** return whole stored batches, starting with the batch that *contains* the wanted offset (it
-may begin before it, as in Kafka), while the total stays within ``max_bytes``; with ``min_one_batch``
-the first batch comes back whole even if it alone is larger. Batches whose last offset reaches
-``upper_bound`` (the high watermark, or the last stable offset) are never returned.
-
-**Durability.** Appends land in the page cache. ``flush`` fsyncs every segment holding offsets at or
-above the *recovery point*, then moves the recovery point to the log end offset. ``flush.messages`` makes
-``append`` flush after that many records; ``flush.ms`` is applied by the log manager's periodic task;
-both default to never, as in Kafka. To keep fsyncs off the event loop, split ``flush`` into
-``prepare_flush`` (loop: choose files, duplicate their descriptors), ``PendingFlush.run`` (executor: fsync
-the duplicates) and ``complete_flush`` (loop: move the recovery point); state is only touched on the loop.
-
-**Recovery** (on load). Segments wholly below the recovery point, and all segments after a clean
-shutdown, are trusted: only a missing or malformed index is rebuilt. After a crash every batch from the
-segment containing the recovery point onward is validated (framing, magic 2, CRC-32C, offsets moving
-forward), the indexes of the scanned segments are rebuilt, and the log is truncated at the first torn or
-corrupt batch; any later segment is deleted.
-
-**Retention** deletes whole segments, oldest first: by ``retention.ms`` (a segment whose largest
-timestamp is older than now - retention) and by ``retention.bytes`` (while the log minus that segment is
-still at least retention.bytes). If every segment goes, including a non-empty active one, the log rolls
-first so an empty active segment remains at the log end offset. The log start offset moves up to the
-first remaining segment. ``delete_records_before`` raises the log start offset and drops segments
-entirely below it.
+The theory of operation (offsets, segments, rolls, reads, durability, recovery, retention) is the
+``kafkalite.broker.core.log`` package docstring; ``disk.DiskLog`` and ``memory.MemoryLog`` are the two
+subclasses of :class:`SegmentedLog`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import time
-import uuid
 from abc import ABC, abstractmethod
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
 
-from kafkalite.broker.core.log_segment import (
-    INDEX_SUFFIX,
+from kafkalite.broker.core.log.segment import (
     INT32_MAX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    FileSegment,
     LogSegment,
-    segment_file_name,
 )
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.records import RecordBatch
 
 log = logging.getLogger("kafkalite.log")
 
 __all__ = [
     "AppendResult",
-    "DiskLog",
     "LogConfig",
     "LogError",
     "OffsetOutOfRange",
@@ -88,7 +36,6 @@ __all__ = [
     "ReadResult",
     "RecordBatchTooLarge",
     "SegmentedLog",
-    "TOPIC_CONFIG_KEYS",
     "wall_clock_ms",
 ]
 
@@ -103,21 +50,6 @@ def wall_clock_ms() -> int:
 
 # --------------------------------------------------------------------------------------------------
 # Configuration
-
-TOPIC_CONFIG_KEYS: Final[Mapping[str, str]] = {
-    "segment.bytes": "segment_bytes",
-    "segment.ms": "segment_ms",
-    "retention.ms": "retention_ms",
-    "retention.bytes": "retention_bytes",
-    "index.interval.bytes": "index_interval_bytes",
-    "segment.index.bytes": "segment_index_bytes",
-    "flush.messages": "flush_messages",
-    "flush.ms": "flush_ms",
-    "cleanup.policy": "cleanup_policy",
-    "file.delete.delay.ms": "file_delete_delay_ms",
-}
-"""Kafka's topic-level config keys that :class:`LogConfig` holds, and the field each maps to."""
-
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
@@ -164,55 +96,32 @@ class LogConfig:
         """Whether retention may delete segments (cleanup.policy includes delete)."""
         return "delete" in {part.strip() for part in self.cleanup_policy.split(",")}
 
-    def with_overrides(self, configs: Mapping[str, str | int | None]) -> LogConfig:
-        """A copy with Kafka topic-level keys applied (``{"retention.ms": "3600000"}``).
-
-        Unknown keys are ignored (they belong to other parts of the broker); None restores the default.
-        Long.MAX_VALUE for ``flush.messages`` / ``flush.ms`` means never. Bad values raise ValueError.
-        """
-        changes: dict[str, object] = {}
-        defaults = LogConfig()
-        for key, raw in configs.items():
-            name = TOPIC_CONFIG_KEYS.get(key)
-            if name is None:
-                continue
-            if raw is None:
-                changes[name] = getattr(defaults, name)
-            elif name == "cleanup_policy":
-                changes[name] = str(raw)
-            else:
-                value = int(raw)
-                changes[name] = None if name in ("flush_messages", "flush_ms") and value >= LONG_MAX else value
-        return replace(self, **changes)  # type: ignore[arg-type]
-
-    def to_topic_configs(self) -> dict[str, str]:
-        """The settings under Kafka's key names, as DescribeConfigs shows them."""
-        values = {field.name: getattr(self, field.name) for field in fields(self)}
-        return {
-            key: str(LONG_MAX if values[name] is None else values[name]) for key, name in TOPIC_CONFIG_KEYS.items()
-        }
-
 
 # --------------------------------------------------------------------------------------------------
 # Results and errors
 
 
 class LogError(Exception):
-    """Base of the storage errors callers turn into Kafka error codes."""
+    """A broken expectation of the log manager (a topic id that does not match, a directory it did
+    not load); not something a client caused."""
 
 
-class OffsetOutOfRange(LogError):
-    """The offset is below the log start offset or above the log end offset (OFFSET_OUT_OF_RANGE)."""
+class OffsetOutOfRange(KafkaError):
+    """The offset is below the log start offset or above the log end offset."""
 
     def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
-        super().__init__(f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]")
+        super().__init__(ErrorCode.OFFSET_OUT_OF_RANGE,
+                         f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]")
         self.offset = offset
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_end_offset
 
 
-class RecordBatchTooLarge(LogError):
-    """The batch is larger than ``segment.bytes`` (RECORD_BATCH_TOO_LARGE)."""
+class RecordBatchTooLarge(KafkaError):
+    """The batch is larger than ``segment.bytes``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.RECORD_LIST_TOO_LARGE, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +181,7 @@ class PartitionLog(Protocol):
     """What the broker needs from one partition's log, whatever stores it. Call it from the event loop only."""
 
     config: LogConfig
+    directory: Path | None  # where the log's files are; None in memory
 
     @property
     def log_start_offset(self) -> int: ...
@@ -299,6 +209,7 @@ class PartitionLog(Protocol):
     def update_config(self, config: LogConfig) -> None: ...
     def size_bytes(self) -> int: ...
     def segment_count(self) -> int: ...
+    def segment_base_offsets(self) -> list[int]: ...
     def close(self, *, flush: bool = False) -> None: ...
     def delete(self) -> None: ...
 
@@ -313,9 +224,10 @@ class SegmentedLog(ABC):
     Implements :class:`PartitionLog`. ``name`` (``topic-partition``) is only for log messages.
     """
 
-    def __init__(self, name: str, config: LogConfig, now_ms: int) -> None:
+    def __init__(self, name: str, config: LogConfig, now_ms: int, directory: Path | None = None) -> None:
         self.name = name
         self.config = config
+        self.directory = directory
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []  # segment base offsets, for bisect
         self._log_start_offset = 0
@@ -616,143 +528,3 @@ class SegmentedLog(ABC):
     def delete(self) -> None:
         for segment in self._segments:
             segment.delete()
-
-
-# --------------------------------------------------------------------------------------------------
-# The disk engine
-
-
-class DiskLog(SegmentedLog):
-    """A partition log in ``directory`` (``<data dir>/<topic>-<partition>``), in Kafka's layout.
-
-    Build it with :meth:`create` (new, empty) or :meth:`load` (existing, with recovery).
-    """
-
-    def __init__(self, directory: Path, config: LogConfig, now_ms: int) -> None:
-        super().__init__(directory.name, config, now_ms)
-        self.directory = directory
-        self._directory_dirty = True
-
-    @classmethod
-    def create(cls, directory: Path, config: LogConfig, now_ms: int | None = None) -> DiskLog:
-        """A new empty log with one segment at offset 0; the directory is created if missing."""
-        now = wall_clock_ms() if now_ms is None else now_ms
-        directory.mkdir(parents=True, exist_ok=True)
-        disk_log = cls(directory, config, now)
-        disk_log._add_segment(disk_log._new_segment(0, now))
-        return disk_log
-
-    @classmethod
-    def load(
-        cls,
-        directory: Path,
-        config: LogConfig,
-        *,
-        recovery_point: int = 0,
-        log_start_offset: int = 0,
-        clean_shutdown: bool,
-        now_ms: int | None = None,
-    ) -> DiskLog:
-        """Open the segments in ``directory``; after an unclean shutdown, recover from ``recovery_point``.
-
-        Logs one INFO line per partition that needed recovery, saying what was truncated.
-        """
-        now = wall_clock_ms() if now_ms is None else now_ms
-        disk_log = cls(directory, config, now)
-        base_offsets = disk_log._scan_directory()
-        if not base_offsets:
-            disk_log._add_segment(disk_log._new_segment(max(log_start_offset, 0), now))
-            disk_log._log_start_offset = disk_log._recovery_point = max(log_start_offset, 0)
-            return disk_log
-        recovered: list[str] = []
-        for index, base_offset in enumerate(base_offsets):
-            segment = FileSegment(directory, base_offset, now, create=False)
-            following = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
-            expected_start = disk_log._segments[-1].next_offset if disk_log._segments else base_offset
-            if clean_shutdown or (following is not None and following <= recovery_point):
-                segment.load_trusted(following, config.index_interval_bytes)
-                disk_log._add_segment(segment)
-                continue
-            if base_offset < expected_start:
-                # Overlapping offsets cannot be served; keep what came before and drop the rest.
-                for later_base in base_offsets[index:]:
-                    _delete_segment_files(directory, later_base)
-                segment.close()
-                recovered.append(
-                    f"segment {base_offset} overlaps offsets up to {expected_start}; "
-                    f"deleted it and {len(base_offsets) - index - 1} later segment(s)"
-                )
-                break
-            outcome = segment.recover(config.index_interval_bytes)
-            disk_log._add_segment(segment)
-            if outcome.truncated_bytes:
-                later = base_offsets[index + 1 :]
-                for later_base in later:
-                    _delete_segment_files(directory, later_base)
-                recovered.append(
-                    f"truncated {outcome.truncated_bytes} bytes at offset {segment.next_offset} of segment "
-                    f"{base_offset} ({outcome.reason}) and deleted {len(later)} later segment(s)"
-                )
-                break
-        disk_log._log_start_offset = max(log_start_offset, disk_log._bases[0])
-        if disk_log._log_start_offset > disk_log.log_end_offset:
-            disk_log._log_start_offset = disk_log.log_end_offset
-        if clean_shutdown:
-            disk_log._recovery_point = disk_log.log_end_offset
-        else:
-            # What was just validated is made durable, so the recovery point can move to the end.
-            disk_log._recovery_point = min(recovery_point, disk_log.log_end_offset)
-            disk_log.flush(now)
-            log.info(
-                "Recovered %s from offset %d: %s; log end offset %d",
-                disk_log.name,
-                recovery_point,
-                "; ".join(recovered) or "nothing truncated",
-                disk_log.log_end_offset,
-            )
-        return disk_log
-
-    def _scan_directory(self) -> list[int]:
-        """Base offsets of the ``.log`` files; orphan index files are removed."""
-        bases: set[int] = set()
-        orphans: list[Path] = []
-        for path in self.directory.iterdir():
-            stem, suffix = path.stem, path.suffix
-            if not (len(stem) == 20 and stem.isdigit()):
-                continue
-            if suffix == LOG_SUFFIX:
-                bases.add(int(stem))
-            elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                orphans.append(path)
-        for path in orphans:
-            if int(path.stem) not in bases:
-                path.unlink(missing_ok=True)
-        return sorted(bases)
-
-    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
-        self._directory_dirty = True
-        return FileSegment(self.directory, base_offset, now_ms, create=True)
-
-    def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
-        handles = super()._sync_handles(segments)
-        if self._directory_dirty:  # new segment files must survive in the directory too
-            handles.append(os.open(self.directory, os.O_RDONLY))
-            self._directory_dirty = False
-        return handles
-
-    def delete(self) -> None:
-        """Close and remove the partition directory (renamed to a ``-delete`` name first, as Kafka does)."""
-        self.close()
-        doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}-delete")
-        try:
-            self.directory.rename(doomed)
-        except FileNotFoundError:
-            return
-        shutil.rmtree(doomed, ignore_errors=True)
-
-
-def _delete_segment_files(directory: Path, base_offset: int) -> None:
-    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-        (directory / segment_file_name(base_offset, suffix)).unlink(missing_ok=True)
-
-

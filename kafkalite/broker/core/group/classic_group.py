@@ -1,4 +1,4 @@
-"""Classic consumer groups: the state of the JoinGroup/SyncGroup protocol (the rules are in ``group_rebalance``).
+"""Classic consumer groups: the state of the JoinGroup/SyncGroup protocol (the rules are in ``classic_rebalance``).
 
 Theory of operation
 -------------------
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.broker.core.group_records import ClassicGroupRecord, ClassicMemberRecord
+from kafkalite.broker.core.group.records import ClassicGroupRecord, ClassicMemberRecord
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.messages import ConsumerProtocolSubscription
@@ -167,7 +167,7 @@ def resolve(future: asyncio.Future[Any] | None, result: Any) -> bool:
 
 
 class ClassicGroup:
-    """One classic group's state; the protocol rules live in ``ClassicGroups``."""
+    """One classic group's state; the protocol rules live in ``ClassicRebalancer``."""
 
     kind = "classic"
 

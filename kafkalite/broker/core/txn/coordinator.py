@@ -1,44 +1,6 @@
-"""The transaction coordinator: producer ids, transactional ids, and committing or aborting transactions.
+"""The transaction coordinator: the one entry point handlers use for producer ids and transactions.
 
-Theory of operation
--------------------
-This node coordinates every transactional id. ``TransactionCoordinator`` holds one immutable
-:class:`~broker.core.txn_state.TransactionMetadata` per id (states and transitions are described
-in ``broker.core.txn_state``) and is the only entry point for the handlers. Every change is first
-written as a key/value record to the ``__transaction_state`` partition of the id
-(``abs(hash(id)) % transaction.state.log.num.partitions``, like Kafka), then installed; ``open``
-replays the topic (last record per key wins, a tombstone forgets the id).
-
-InitProducerId without a transactional id hands out a fresh producer id (epoch 0) from the
-:class:`~broker.core.txn_producer_ids.ProducerIdAllocator`. With one, it checks the timeout against
-``transaction.max.timeout.ms`` and bumps the id's epoch, which fences every older producer
-instance: their AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn get PRODUCER_FENCED,
-their produce requests INVALID_PRODUCER_EPOCH. If a transaction is open, it is first aborted with an
-epoch bump and the caller gets CONCURRENT_TRANSACTIONS, so that its retry bumps once more (KIP-360).
-
-Ending a transaction is two steps, as in Kafka. EndTxn moves Ongoing to PrepareCommit or
-PrepareAbort and writes it: from then on the outcome is decided and survives a crash. Then the
-*markers* are written, scheduled on the event loop (``schedule``): a COMMIT or ABORT control batch
-in every partition of the transaction (``Partition.append_marker``, one offset each), and, if the
-transaction holds ``__consumer_offsets`` partitions, the group coordinator is told to commit or drop
-the offsets TxnOffsetCommit staged. Then CompleteCommit/CompleteAbort is written and the EndTxn is
-answered. Unlike Kafka, which answers EndTxn once PrepareCommit is written, the answer waits for
-the markers (they are local appends), so a read_committed consumer sees a committed transaction as
-soon as its producer does. While the markers are pending, a request touching the transaction gets
-CONCURRENT_TRANSACTIONS (clients retry it). A prepared transaction found by ``open`` is completed
-the same way. A marker that cannot be written (a storage error) leaves the transaction prepared;
-``periodic`` retries it.
-
-Timers (``periodic``, from the broker's timer): every
-``transaction.abort.timed.out.transaction.cleanup.interval.ms``, Ongoing transactions older than
-their timeout are fenced (epoch + 1) and aborted; every
-``transaction.remove.expired.transaction.cleanup.interval.ms``, ids idle (Empty or Complete*) for
-``transactional.id.expiration.ms`` are forgotten with a tombstone; every
-``producer.id.expiration.check.interval.ms``, partitions forget idle producers. ``clock`` and
-``schedule`` are injectable, so tests drive every timeout and every step without sleeping.
-
-The produce path asks ``verify_partition`` before a transaction's first batch lands in a partition
-(KIP-890's verification): only partitions added to the producer's ongoing transaction accept it.
+See the ``kafkalite.broker.core.txn`` package docstring for the theory of operation.
 """
 
 from __future__ import annotations
@@ -47,13 +9,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from kafkalite.broker.core.coordinator_log import CoordinatorLog, partition_for
-from kafkalite.broker.core.log import wall_clock_ms
-from kafkalite.broker.core.partition import AppendError
-from kafkalite.broker.core.txn_producer_ids import ProducerIdAllocator
-from kafkalite.broker.core.txn_state import (
+from kafkalite.broker.config import config_field
+from kafkalite.broker.core.coordinator_log import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, CoordinatorLog
+from kafkalite.broker.core.log.partition_log import wall_clock_ms
+from kafkalite.broker.core.partition import Partition
+from kafkalite.broker.core.topics import TopicManager
+from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
+from kafkalite.broker.core.txn.state import (
     NO_EPOCH,
     IllegalTransition,
     TransactionMetadata,
@@ -70,21 +33,27 @@ from kafkalite.broker.core.txn_state import (
     prepare_fence,
     prepare_init,
 )
-from kafkalite.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from kafkalite.broker.core.cluster import Cluster
-    from kafkalite.broker.core.partition import Partition
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("kafkalite.transactions")
 
-__all__ = ["InitResult", "TransactionCoordinator", "TRANSACTION_STATE_TOPIC", "COORDINATOR_EPOCH"]
+__all__ = ["InitResult", "TransactionCoordinator", "TransactionSettings", "COORDINATOR_EPOCH"]
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-OFFSETS_TOPIC = "__consumer_offsets"
 COORDINATOR_EPOCH = 0  # one coordinator that never moves
 TopicPartition = tuple[str, int]
 Done = Callable[[ErrorCode], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionSettings:
+    """The transaction coordinator's configuration: each field mirrors the broker key it names."""
+
+    max_timeout_ms: int = config_field("transaction.max.timeout.ms")
+    transactional_id_expiration_ms: int = config_field("transactional.id.expiration.ms")
+    producer_id_expiration_ms: int = config_field("producer.id.expiration.ms")
+    abort_timed_out_interval_ms: int = config_field("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+    remove_expired_interval_ms: int = config_field("transaction.remove.expired.transaction.cleanup.interval.ms")
+    producer_id_expiration_check_interval_ms: int = config_field("producer.id.expiration.check.interval.ms")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +64,25 @@ class InitResult:
 
 
 class TransactionCoordinator:
-    """Every transactional id of the broker. Touch only from the event loop."""
+    """Every transactional id of the broker. Touch only from the event loop.
 
-    def __init__(self, cluster: Cluster, *, clock: Callable[[], int] | None = None,
+    ``log`` is ``__transaction_state``; ``offsets_log`` is ``__consumer_offsets`` (AddOffsetsToTxn adds
+    the group's partition of it to the transaction); ``complete_offsets(producer_id, commit)`` is told
+    when the markers of a transaction that staged offsets are written (the group coordinator's
+    ``complete_transaction``). ``settings`` may be replaced when a dynamic broker config changes.
+    """
+
+    def __init__(self, topics: TopicManager, log: CoordinatorLog, producer_ids: ProducerIdAllocator,
+                 settings: TransactionSettings, *, offsets_log: CoordinatorLog,
+                 complete_offsets: Callable[[int, bool], None] | None = None,
+                 clock: Callable[[], int] | None = None,
                  schedule: Callable[[Callable[[], None]], None] | None = None) -> None:
-        self.cluster = cluster
-        self.log = CoordinatorLog(cluster, TRANSACTION_STATE_TOPIC, "transaction.state.log.num.partitions")
-        self.producer_ids = ProducerIdAllocator(cluster.data_dir)
+        self.topics = topics
+        self.log = log
+        self.producer_ids = producer_ids
+        self.settings = settings
+        self.offsets_log = offsets_log
+        self._complete_offsets = complete_offsets
         self.clock = clock or wall_clock_ms
         self._schedule = schedule
         self._transactions: dict[str, TransactionMetadata] = {}
@@ -151,18 +132,17 @@ class TransactionCoordinator:
 
     def periodic(self, now_ms: int) -> None:
         """Abort timed-out transactions, forget expired ids and idle producers, retry stuck markers."""
-        config = self.cluster.config
-        if self._due("timeouts", now_ms, config.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms")):
+        settings = self.settings
+        if self._due("timeouts", now_ms, settings.abort_timed_out_interval_ms):
             self.abort_timed_out(now_ms)
             for metadata in list(self._transactions.values()):
                 if metadata.state.preparing:
                     self._schedule_markers(metadata.transactional_id)
-        if self._due("expiration", now_ms,
-                     config.get_int("transaction.remove.expired.transaction.cleanup.interval.ms")):
+        if self._due("expiration", now_ms, settings.remove_expired_interval_ms):
             self.expire_transactional_ids(now_ms)
-        if self._due("producers", now_ms, config.get_int("producer.id.expiration.check.interval.ms")):
+        if self._due("producers", now_ms, settings.producer_id_expiration_check_interval_ms):
             for partition in self._partitions():
-                partition.remove_expired_producers(now_ms)
+                partition.remove_expired_producers(now_ms, settings.producer_id_expiration_ms)
 
     def _due(self, name: str, now_ms: int, interval_ms: int) -> bool:
         if now_ms - self._last_run.get(name, 0) < interval_ms:
@@ -179,7 +159,7 @@ class TransactionCoordinator:
             return InitResult(ErrorCode.NONE, self.producer_ids.next_id(), 0)
         if not transactional_id:
             return InitResult(ErrorCode.INVALID_REQUEST)
-        if not 0 < timeout_ms <= self.cluster.config.get_int("transaction.max.timeout.ms"):
+        if not 0 < timeout_ms <= self.settings.max_timeout_ms:
             return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         now = self.clock()
         metadata = self._transactions.get(transactional_id)
@@ -230,10 +210,7 @@ class TransactionCoordinator:
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
         """The ``__consumer_offsets`` partition of a group, which AddOffsetsToTxn adds to the transaction."""
-        topic = self.cluster.topics.get(OFFSETS_TOPIC)
-        count = len(topic.partitions) if topic is not None else self.cluster.config.get_int(
-            "offsets.topic.num.partitions")
-        return OFFSETS_TOPIC, partition_for(group_id, count)
+        return OFFSETS_TOPIC, self.offsets_log.partition_for(group_id)
 
     def verify_partition(self, producer_id: int, producer_epoch: int, partition: Partition) -> ErrorCode:
         """May a transaction's first batch land in ``partition``? NONE, or the Produce error to answer."""
@@ -246,7 +223,7 @@ class TransactionCoordinator:
         if metadata.state.preparing:
             # CONCURRENT_TRANSACTIONS, answered as Kafka does to Produce: a retriable error every client retries.
             return ErrorCode.NOT_ENOUGH_REPLICAS
-        if metadata.state != TransactionState.ONGOING or (partition.topic.name, partition.index) not in \
+        if metadata.state != TransactionState.ONGOING or (partition.topic_name, partition.index) not in \
                 metadata.partitions:
             return ErrorCode.TRANSACTION_ABORTABLE
         return ErrorCode.NONE
@@ -336,19 +313,17 @@ class TransactionCoordinator:
         try:
             offsets_partitions = False
             for topic, index in sorted(metadata.partitions):
-                partition = self.cluster.topics.partition(topic, index)
+                partition = self.topics.partition(topic, index)
                 if partition is None:  # deleted meanwhile: nothing to mark, as in Kafka
                     continue
                 try:
                     partition.append_marker(metadata.producer_id, metadata.producer_epoch, commit,
                                             COORDINATOR_EPOCH, now)
-                except AppendError as exc:
+                except KafkaError as exc:
                     log.warning("%s: marker for %s not written: %s", partition, transactional_id, exc.message)
                 offsets_partitions = offsets_partitions or topic == OFFSETS_TOPIC
-            if offsets_partitions:
-                groups = getattr(self.cluster, "group_coordinator", None)
-                if groups is not None:
-                    groups.complete_transaction(metadata.producer_id, commit)
+            if offsets_partitions and self._complete_offsets is not None:
+                self._complete_offsets(metadata.producer_id, commit)
             self._store(prepare_complete(metadata, self.clock()))
         except OSError as exc:
             log.error("could not complete the transaction of %s (will retry): %s", transactional_id, exc)
@@ -360,7 +335,7 @@ class TransactionCoordinator:
 
     def expire_transactional_ids(self, now_ms: int) -> list[str]:
         """Forget ids idle (Empty, CompleteCommit, CompleteAbort) for ``transactional.id.expiration.ms``."""
-        limit = now_ms - self.cluster.config.get_int("transactional.id.expiration.ms")
+        limit = now_ms - self.settings.transactional_id_expiration_ms
         expired = [m for m in self._transactions.values()
                    if m.state.complete_or_empty and m.last_update_ms <= limit
                    and m.transactional_id not in self._markers_scheduled]
@@ -435,7 +410,7 @@ class TransactionCoordinator:
             del self._by_producer_id[metadata.producer_id]
 
     def _partitions(self) -> Iterable[Partition]:
-        for topic in self.cluster.topics:
+        for topic in self.topics:
             yield from topic.partitions
 
 

@@ -39,6 +39,11 @@ class Timers(Protocol):
 
     def create_future(self) -> asyncio.Future[Any]: ...
 
+    def poll(self) -> None:
+        """Fire what fell due while no loop could (see ``LoopTimers``)."""
+
+    def cancel_all(self) -> None: ...
+
 
 def _run(key: Hashable, callback: Callback) -> None:
     try:
@@ -144,6 +149,12 @@ class ManualTimers:
 
     def create_future(self) -> asyncio.Future[Any]:
         return self.loop.create_future()
+
+    def poll(self) -> None:
+        """Nothing is deferred: time moves only with ``advance``."""
+
+    def cancel_all(self) -> None:
+        self._armed.clear()
 
     def close(self) -> None:
         self.loop.close()

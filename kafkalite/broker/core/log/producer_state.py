@@ -27,7 +27,7 @@ a dict lookup and a few integer compares, the only cost idempotence adds to the 
 After the append, ``on_data_batch`` records the batch. A transactional batch from a producer with
 no open transaction here opens one at the batch's base offset. A COMMIT or ABORT *control marker*
 written by the transaction coordinator (``on_marker``) closes it; an aborted one is added to the
-:class:`~broker.core.txn_index.AbortedTransactionIndex`. The *last stable offset* (LSO) is the
+:class:`~kafkalite.broker.core.log.txn_index.AbortedTransactionIndex`. The *last stable offset* (LSO) is the
 first offset of the oldest open transaction, or the high watermark when none is open:
 read_committed consumers never read past it.
 
@@ -57,22 +57,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from kafkalite.broker.core.log.txn_index import AbortedTransactionIndex, AbortedTxn
 from kafkalite.protocol._crc32c import crc32c
-
-from kafkalite.broker.core.txn_index import AbortedTransactionIndex, AbortedTxn
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
 from kafkalite.protocol.records import ControlRecordType, RecordBatch, iter_batches
 
 if TYPE_CHECKING:
-    from kafkalite.broker.core.log import PartitionLog
+    from kafkalite.broker.core.log.partition_log import PartitionLog
 
 log = logging.getLogger("kafkalite.producer_state")
 
 __all__ = [
     "BatchMetadata",
     "ProducerStateEntry",
-    "ProducerStateError",
     "ProducerStateManager",
     "SNAPSHOT_SUFFIX",
 ]
@@ -89,14 +87,6 @@ _ENTRY = struct.Struct(">qhiqqb")
 _BATCH = struct.Struct(">iiqqq")
 _REPLAY_CHUNK: Final = 4 * 1024 * 1024
 
-
-class ProducerStateError(Exception):
-    """A batch refused by the producer state, with the Kafka error code to answer."""
-
-    def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
 
 
 class BatchMetadata(NamedTuple):
@@ -170,7 +160,7 @@ class ProducerStateManager:
     def check_client_batch(self, batch: RecordBatch) -> BatchMetadata | None:
         """Judge a client batch with a producer id; the original batch if it is a duplicate.
 
-        Raises :class:`ProducerStateError` when the batch must be refused.
+        Raises :class:`KafkaError` when the batch must be refused.
         """
         entry = self.producers.get(batch.producer_id)
         if entry is None:
@@ -182,34 +172,34 @@ class ProducerStateManager:
             if duplicate is not None:
                 return duplicate
         if epoch < entry.epoch:
-            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
                                      f"Epoch {epoch} of producer {batch.producer_id} is older than the last seen "
                                      f"epoch {entry.epoch} in {self.name}")
         if epoch != entry.epoch:
             if first_seq != 0 and entry.epoch != NO_EPOCH:
-                raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                          f"Invalid sequence number {first_seq} for new epoch {epoch} of producer "
                                          f"{batch.producer_id} in {self.name} (a new epoch starts at 0)")
         elif not in_sequence(entry.last_seq, first_seq):
-            raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+            raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                      f"Out of order sequence number for producer {batch.producer_id} in "
                                      f"{self.name}: {first_seq} (incoming), {entry.last_seq} (last appended)")
         if entry.txn_first_offset >= 0 and not batch.is_transactional:
-            raise ProducerStateError(ErrorCode.INVALID_TXN_STATE,
+            raise KafkaError(ErrorCode.INVALID_TXN_STATE,
                                      f"Expected a transactional write from producer {batch.producer_id} in "
                                      f"{self.name}: it has a transaction open")
         return None
 
     def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
-        """Judge a transaction marker about to be written (raises :class:`ProducerStateError`)."""
+        """Judge a transaction marker about to be written (raises :class:`KafkaError`)."""
         entry = self.producers.get(producer_id)
         if entry is None:
             return
         if epoch < entry.epoch:
-            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
                                      f"Marker epoch {epoch} of producer {producer_id} is older than {entry.epoch}")
         if coordinator_epoch < entry.coordinator_epoch:
-            raise ProducerStateError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+            raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
                                      f"Marker coordinator epoch {coordinator_epoch} is older than "
                                      f"{entry.coordinator_epoch} for producer {producer_id}")
 
@@ -332,7 +322,7 @@ class ProducerStateManager:
     def load(self, partition_log: PartitionLog, now_ms: int, expiration_ms: int) -> None:
         """Rebuild the state at start: the newest usable snapshot, then a replay of the log after it."""
         log_start, log_end = partition_log.log_start_offset, partition_log.log_end_offset
-        bases = _segment_bases(partition_log)
+        bases = partition_log.segment_base_offsets()
         start = log_start
         loaded: list[ProducerStateEntry] | None = None
         if self.directory is not None and self.directory.is_dir():
@@ -394,11 +384,6 @@ class ProducerStateManager:
             if len(stem) == 20 and stem.isdigit():
                 offsets.append(int(stem))
         return sorted(offsets)
-
-
-def _segment_bases(partition_log: PartitionLog) -> list[int]:
-    bases = getattr(partition_log, "segment_base_offsets", None)
-    return list(bases()) if bases is not None else [partition_log.log_start_offset]
 
 
 def _batches_from(partition_log: PartitionLog, offset: int) -> Iterator[RecordBatch]:

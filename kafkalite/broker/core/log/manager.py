@@ -2,7 +2,7 @@
 
 Layout of the data directory (Kafka's names and formats):
 
-* ``<topic>-<partition>/``: one :class:`~broker.core.log.DiskLog` per partition. The partition is parsed
+* ``<topic>-<partition>/``: one :class:`~kafkalite.broker.core.log.disk.DiskLog` per partition. The partition is parsed
   from after the last ``-``, so topic names may contain ``.``, ``_`` and ``-``. Each holds
   ``partition.metadata``: ``version: 0\\ntopic_id: <topic id, URL-safe base64, no padding>\\n``.
 * ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``: text, a version line ``0``,
@@ -15,7 +15,7 @@ Layout of the data directory (Kafka's names and formats):
 * Directories ending in ``-delete`` are partitions being deleted; ``open`` finishes the job.
 
 Other files (``meta.properties`` ...) belong to someone else and are left alone. With ``data_dir=None``
-every log is a :class:`~broker.core.memory_log.MemoryLog` and nothing touches the disk.
+every log is a :class:`~kafkalite.broker.core.log.memory.MemoryLog` and nothing touches the disk.
 
 Periodic work (:meth:`LogManager.run_periodic`, called by the broker's timer): retention, time-based
 rolls, the fsync of segments that have rolled (Kafka schedules it on roll), ``flush.ms``, and a
@@ -33,8 +33,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from kafkalite.broker.core.log import DiskLog, LogConfig, LogError, PartitionLog, wall_clock_ms
-from kafkalite.broker.core.memory_log import MemoryLog
+from kafkalite.broker.core.log.disk import DiskLog
+from kafkalite.broker.core.log.memory import MemoryLog
+from kafkalite.broker.core.log.partition_log import LogConfig, LogError, PartitionLog, wall_clock_ms
 
 log = logging.getLogger("kafkalite.log_manager")
 
