@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 CONFIG ?= config/server.properties
 
-.PHONY: run test venv venv-test codegen-check compile bench clean
+.PHONY: run test venv venv-test codegen-check lint compile bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ run: venv compile
 codegen-check: venv-test
 	$(PY) -m kafkalite.protocol.codegen --check
 
+# ruff for style and mistakes; mypy (strict for kafkalite.protocol and kafkalite.broker.core, see pyproject.toml).
+lint: venv-test
+	$(PY) -m ruff check kafkalite tests benchmarks
+	$(PY) -m mypy
+
 # kafkajs for the Node compatibility tests, from the pinned lockfile (npm ci rewrites
 # node_modules/.package-lock.json, so this reruns only when the lockfile changes).
 KAFKAJS_DIR := tests/integration/kafkajs
@@ -45,7 +50,7 @@ $(KAFKAJS_DIR)/node_modules/.package-lock.json: $(KAFKAJS_DIR)/package-lock.json
 	npm ci --prefix $(KAFKAJS_DIR) --no-audit --no-fund
 
 # pytest exits 5 when it collected no tests: that is a failure here.
-test: venv-test codegen-check compile $(KAFKAJS_DIR)/node_modules/.package-lock.json
+test: venv-test codegen-check lint compile $(KAFKAJS_DIR)/node_modules/.package-lock.json
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 

@@ -26,7 +26,8 @@ _SUBCOMMANDS = ("serve",)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafkalite", description="A single-node broker that speaks the Kafka protocol.")
+    parser = argparse.ArgumentParser(prog="kafkalite",
+                                     description="A single-node broker that speaks the Kafka protocol.")
     subcommands = parser.add_subparsers(dest="command")
     serve = subcommands.add_parser("serve", help="run the broker (the default)",
                                    description="Run the broker until SIGTERM or SIGINT.")
@@ -68,7 +69,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         overrides["log.storage"] = "memory"
     config = BrokerConfig.load(args.config, overrides)
     if args.port is not None:
-        config = config.with_overrides(_with_port(config, args.port, rewrite_advertised=args.advertised_listeners is None))
+        moved = _with_port(config, args.port, rewrite_advertised=args.advertised_listeners is None)
+        config = config.with_overrides(moved)
     return config
 
 

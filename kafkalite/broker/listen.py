@@ -17,8 +17,10 @@ BACKLOG = 128
 
 
 class _Listener(Protocol):
-    host: str
-    port: int
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
 
 
 def bind_listener(host: str, port: int) -> list[socket.socket]:
@@ -28,7 +30,7 @@ def bind_listener(host: str, port: int) -> list[socket.socket]:
     """
     infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     sockets: list[socket.socket] = []
-    seen: set[tuple[int, str]] = set()
+    seen: set[tuple[int, object]] = set()
     try:
         for family, kind, proto, _, address in infos:
             if (family, address[0]) in seen:

@@ -36,7 +36,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, MutableSet
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
 from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
@@ -44,6 +44,9 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.framing import API_VERSIONS_KEY, encode_response, parse_request
 from kafkalite.protocol.message import Message
+
+if TYPE_CHECKING:
+    from kafkalite.broker.core.cluster import Cluster
 
 __all__ = ["KafkaConnection", "MAX_IN_FLIGHT", "SCRATCH_BYTES"]
 
@@ -72,7 +75,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def __init__(
         self,
-        cluster: Any,
+        cluster: Cluster,
         *,
         max_request_bytes: int,
         idle_ms: int,
@@ -101,7 +104,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     # asyncio.BufferedProtocol --------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # create_server hands stream transports
         peer = transport.get_extra_info("peername")
         self.peer = (f"[{peer[0]}]:{peer[1]}" if ":" in peer[0] else f"{peer[0]}:{peer[1]}") if peer else "?"
         self._last_activity = self._clock()
@@ -237,8 +240,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return self.close()
             if self._corked is not None:
                 self._corked.extend(buffers)
-            else:
-                self.transport.writelines(buffers)  # type: ignore[union-attr]
+            elif self.transport is not None:
+                self.transport.writelines(buffers)
             self._last_activity = self._clock()
         if not pending:
             self._set_drained()

@@ -63,7 +63,7 @@ class BrokerServer:
         try:
             bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
             self._sockets = None
-            for listener, sockets in zip(listeners, bound_sockets):
+            for listener, sockets in zip(listeners, bound_sockets, strict=True):
                 for sock in sockets:
                     self._servers.append(await loop.create_server(self._new_connection, sock=sock))
                 sockname = sockets[0].getsockname()
@@ -87,14 +87,18 @@ class BrokerServer:
         self._schedule_periodic(loop, interval)
 
     def _new_connection(self) -> KafkaConnection:
+        assert self.cluster is not None  # connections are accepted only once start() opened it
         return KafkaConnection(self.cluster, connections=self.connections,
                                max_request_bytes=self.config.get_int("socket.request.max.bytes"),
                                idle_ms=self.config.get_int("connections.max.idle.ms"))
 
     def _schedule_periodic(self, loop: asyncio.AbstractEventLoop, interval: float) -> None:
+        cluster = self.cluster
+        assert cluster is not None  # start() opened it before arming the timer
+
         def tick() -> None:
             try:
-                self.cluster.periodic(int(time.time() * 1000))  # type: ignore[union-attr]
+                cluster.periodic(int(time.time() * 1000))
             except Exception:
                 log.exception("periodic work failed")
             if not self._stopped:

@@ -598,7 +598,7 @@ def test_consume_transform_produce_from_an_active_group(fresh_broker: Callable[.
                     if not batches:
                         continue
                     async with producer.transaction():
-                        for tp, records in batches.items():
+                        for _tp, records in batches.items():
                             for record in records:
                                 await producer.send(sink, label + b":" + record.value, key=record.key)
                                 processed.append(record.value)

@@ -376,7 +376,8 @@ def test_garbage_on_one_connection_while_another_produces(broker: BrokerProcess,
     try:
         wait_until(lambda: len(acknowledged) >= 500, TIMEOUT_S, "the producer got no acknowledgements")
         with socket.create_connection(broker.address, timeout=TIMEOUT_S) as connection:
-            peer = "%s:%d" % connection.getsockname()[:2]
+            host, port = connection.getsockname()[:2]
+            peer = f"{host}:{port}"
             connection.sendall(garbage)
             assert read_exactly(connection, 1) == b"", "the garbage connection stayed open"
     finally:

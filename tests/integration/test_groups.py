@@ -214,14 +214,14 @@ def test_mixed_clients_share_a_group_through_every_generation(fresh_broker: Call
             member.stop()
 
 
-KILLED_MEMBER = """
+KILLED_MEMBER = f"""
 import sys
 from kafka import KafkaConsumer
-consumer = KafkaConsumer(sys.argv[3], bootstrap_servers=sys.argv[1], group_id=sys.argv[2], session_timeout_ms=%d,
-                         heartbeat_interval_ms=300)
+consumer = KafkaConsumer(sys.argv[3], bootstrap_servers=sys.argv[1], group_id=sys.argv[2],
+                         session_timeout_ms={SESSION_MS}, heartbeat_interval_ms=300)
 while True:
     consumer.poll(timeout_ms=1000)
-""" % SESSION_MS
+"""
 
 
 def test_killed_member_is_evicted_after_its_session_timeout(fresh_broker: Callable[..., BrokerProcess],
@@ -345,7 +345,7 @@ def test_cooperative_sticky_keeps_unaffected_partitions(fresh_broker: Callable[.
         newcomer.start()
         members.append(newcomer)
         wait_for_generation(admin, group, members, wait_until)
-        for member, before, count in zip(members[:2], held, revocations):
+        for member, before, count in zip(members[:2], held, revocations, strict=False):
             revoked = set().union(*member.revoked_log[count:])
             kept = before - revoked
             assert member.assigned == kept, "an incremental rebalance only takes partitions away from old members"

@@ -199,7 +199,7 @@ def test_keyed_gzip_records_with_headers(process: BrokerProcess, tmp_path: Path)
     assert all(now_ms - 60_000 < r["timestamp"] <= now_ms for r in records)
 
     partitions = by_partition(records)
-    for partition, mine in partitions.items():
+    for _partition, mine in partitions.items():
         assert [r["offset"] for r in mine] == list(range(len(mine)))
     assert {int(e["partition"]): int(e["high"]) for e in result["endOffsets"]} \
         == {p: len(mine) for p, mine in partitions.items()}

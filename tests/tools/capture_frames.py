@@ -269,7 +269,7 @@ class RecordingProxy:
                 p.cancel()
             await asyncio.gather(*pumps, return_exceptions=True)
             self._tasks -= pumps
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             log.warning("[%s] upstream connection failed: %s", self.scenario, exc)
         finally:
             for w in (c_writer, u_writer):

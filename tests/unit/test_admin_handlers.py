@@ -285,9 +285,11 @@ def test_create_partitions_refusals(cluster: Cluster) -> None:
         ErrorCode.INVALID_PARTITIONS
     assert attempt(CreatePartitionsTopic(name="fixed", count=1, assignments=None)).error_code == \
         ErrorCode.INVALID_PARTITIONS
-    wrong_count = CreatePartitionsTopic(name="fixed", count=4, assignments=[CreatePartitionsAssignment(broker_ids=[NODE])])
+    wrong_count = CreatePartitionsTopic(name="fixed", count=4,
+                                        assignments=[CreatePartitionsAssignment(broker_ids=[NODE])])
     assert attempt(wrong_count).error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
-    other_broker = CreatePartitionsTopic(name="fixed", count=3, assignments=[CreatePartitionsAssignment(broker_ids=[9])])
+    other_broker = CreatePartitionsTopic(name="fixed", count=3,
+                                         assignments=[CreatePartitionsAssignment(broker_ids=[9])])
     result = attempt(other_broker)
     assert result.error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT and "single-broker" in result.error_message
     assert attempt(CreatePartitionsTopic(name="__consumer_offsets", count=5, assignments=None)).error_code == \
@@ -511,7 +513,8 @@ def test_delete_records(cluster: Cluster, version: int) -> None:
         request = DeleteRecordsRequest(topics=[DeleteRecordsTopic(name=name, partitions=partitions)
                                                for name, partitions in topics.items()], timeout_ms=1000)
         response = call(cluster, request, version)
-        return {(topic.name, result.partition_index): result for topic in response.topics for result in topic.partitions}
+        return {(topic.name, result.partition_index): result
+                for topic in response.topics for result in topic.partitions}
 
     results = delete_records(("purge", 0, 6), ("purge", 1, -1), ("purge", 2, 0), ("absent", 0, 0))
     assert (results[("purge", 0)].error_code, results[("purge", 0)].low_watermark) == (ErrorCode.NONE, 6)

@@ -12,11 +12,11 @@ from kafkalite.broker.config import (
     LONG_MAX,
     TOPIC_KEYS,
     BrokerConfig,
-    TopicConfig,
     ConfigError,
     ConfigSource,
     ConfigType,
     Listener,
+    TopicConfig,
     parse_listener,
     read_properties,
 )
@@ -242,7 +242,8 @@ def test_describe_reports_sources_types_and_read_only() -> None:
     config = BrokerConfig({"num.partitions": "3"})
     entries = {entry.name: entry for entry in config.describe()}
     assert set(entries) == set(BROKER_KEYS)
-    assert (entries["num.partitions"].value, entries["num.partitions"].source) == ("3", ConfigSource.STATIC_BROKER_CONFIG)
+    assert (entries["num.partitions"].value, entries["num.partitions"].source) == \
+        ("3", ConfigSource.STATIC_BROKER_CONFIG)
     assert entries["num.partitions"].read_only is True
     assert entries["log.retention.bytes"].is_default and entries["log.retention.bytes"].value == "-1"
     assert entries["log.cleanup.policy"].type is ConfigType.LIST

@@ -27,7 +27,8 @@ def test_partition_for_maps_min_value_to_zero() -> None:
 
 def test_append_and_replay() -> None:
     cluster = memory_cluster()
-    coordinator_log = CoordinatorLog(cluster.topics, "__consumer_offsets", cluster.config.get_int("offsets.topic.num.partitions"))
+    coordinator_log = CoordinatorLog(cluster.topics, "__consumer_offsets",
+                                     cluster.config.get_int("offsets.topic.num.partitions"))
     assert cluster.topics.get("__consumer_offsets") is None
     assert list(coordinator_log.replay_all()) == []
     index = coordinator_log.partition_for("my-group")

@@ -177,7 +177,7 @@ def test_invalid_session_timeout_and_group_id(harness: Harness) -> None:
 
 
 def test_follower_sync_waits_for_the_leader_and_late_sync_gets_assignment(harness: Harness) -> None:
-    (leader_id, leader_join), (follower_id, follower_join) = harness.join_new(), harness.join_new()
+    (leader_id, leader_join), (follower_id, _follower_join) = harness.join_new(), harness.join_new()
     harness.timers.advance(0)
     generation = leader_join.result().generation_id
     follower_sync = harness.sync(follower_id, generation)
@@ -260,7 +260,7 @@ def test_heartbeat_errors(harness: Harness) -> None:
 
 
 def test_pending_sync_fails_when_a_new_rebalance_starts(harness: Harness) -> None:
-    (leader_id, leader_join), (follower_id, _) = harness.join_new(), harness.join_new()
+    (_leader_id, leader_join), (follower_id, _) = harness.join_new(), harness.join_new()
     harness.timers.advance(0)
     generation = leader_join.result().generation_id
     parked = harness.sync(follower_id, generation)
@@ -405,7 +405,8 @@ def test_random_operation_sequences_keep_the_state_machine_consistent(steps: lis
             elif operation == "rejoin":
                 group = harness.coordinator.groups.get(GROUP)
                 member = group.members.get(member_id) if isinstance(group, ClassicGroup) else None
-                parked.append(harness.join(member_id, version=version, protocols=[("range", b"m"), ("roundrobin", b"r")],
+                parked.append(harness.join(member_id, version=version,
+                                           protocols=[("range", b"m"), ("roundrobin", b"r")],
                                            instance_id=member.group_instance_id if member is not None else None))
             elif operation == "sync":
                 group = harness.coordinator.groups.get(GROUP)

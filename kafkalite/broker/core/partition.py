@@ -193,7 +193,7 @@ class Partition:
                 error = verify_transaction(producer_id, batch.producer_epoch, self)
                 if error:
                     raise KafkaError(error, f"Transaction verification of producer {producer_id} epoch "
-                                             f"{batch.producer_epoch} for {self} failed: {ErrorCode(error).name}")
+                                            f"{batch.producer_epoch} for {self} failed: {error.name}")
         elif batch.is_transactional:
             raise KafkaError(ErrorCode.INVALID_RECORD, "A transactional batch needs a producer id")
         if not log_append:

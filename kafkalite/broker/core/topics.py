@@ -125,13 +125,14 @@ class TopicManager:
             found.setdefault(name, {})[index] = partition_log
         for name, entry in stored.items():
             configs = entry.get("configs", {})
-            topic = self._new_topic(name, uuid.UUID(str(entry["id"])), dict(configs) if isinstance(configs, dict) else {})
+            overrides = {str(key): str(value) for key, value in configs.items()} if isinstance(configs, dict) else {}
+            topic = self._new_topic(name, uuid.UUID(str(entry["id"])), overrides)
             logs = found.pop(name, {})
             for index in range(int(str(entry["partitions"]))):
-                partition_log = logs.get(index)
-                if partition_log is None:
+                stored_log = logs.get(index)
+                if stored_log is None:
                     log.warning("topic %s partition %d had no log directory; starting it empty", name, index)
-                self._add_partition(topic, partition_log)
+                self._add_partition(topic, stored_log)
             self._add(topic)
         for name, logs in found.items():
             # Partition directories without a topics.json entry (a copied data dir, or a crash

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kafkalite.broker.config import ConfigSource
 from kafkalite.broker.handlers.describe_configs import ResourceType, check_broker_resource
@@ -34,7 +34,8 @@ from kafkalite.protocol.messages.alter_configs_response import AlterConfigsResou
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
 
-__all__ = ["alter_broker_configs", "alter_each_resource", "check_config_keys", "dynamic_broker_configs", "handle_alter_configs"]
+__all__ = ["alter_broker_configs", "alter_each_resource", "check_config_keys", "dynamic_broker_configs",
+           "handle_alter_configs"]
 
 
 @handles(api_key=33, min_version=0, max_version=2)
@@ -44,7 +45,12 @@ def handle_alter_configs(context: RequestContext, request: AlterConfigsRequest) 
         lambda resource: _alter(context.cluster, resource, request.validate_only)))
 
 
-_R = TypeVar("_R")
+class _ResourceResult(Protocol):
+    error_code: int
+    error_message: str | None
+
+
+_R = TypeVar("_R", bound=_ResourceResult)
 
 
 def alter_each_resource(resources: Sequence[Any], result_type: Callable[..., _R],
@@ -61,7 +67,7 @@ def alter_each_resource(resources: Sequence[Any], result_type: Callable[..., _R]
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
             alter(resource)
         except KafkaError as exc:
-            result.error_code, result.error_message = exc.error_code, exc.message  # type: ignore[attr-defined]
+            result.error_code, result.error_message = exc.error_code, exc.message
         results.append(result)
     return results
 

@@ -168,7 +168,8 @@ def _cluster_defaults(config: BrokerConfig, keys: list[str] | None) -> list[Conf
     return entries
 
 
-def _describe_loggers(context: RequestContext, resource: DescribeConfigsResource) -> list[DescribeConfigsResourceResult]:
+def _describe_loggers(context: RequestContext,
+                      resource: DescribeConfigsResource) -> list[DescribeConfigsResourceResult]:
     """The BROKER_LOGGER resource: each logger's effective level, in log4j names."""
     check_broker_resource(resource.resource_name, context.cluster.node_id, allow_cluster_default=False)
     keys = resource.configuration_keys or None

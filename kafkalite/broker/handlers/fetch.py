@@ -81,7 +81,11 @@ async def _wait_then_respond(wanted: list[WantedPartition], request: FetchReques
     partitions = {id(w.partition): w.partition for w in wanted if w.partition is not None}
     for partition in partitions.values():
         partition.add_listener(on_append)
-    timer = loop.call_later(request.max_wait_ms / 1000, lambda: done.done() or done.set_result(None))
+    def waited() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    timer = loop.call_later(request.max_wait_ms / 1000, waited)
     try:
         await done
     finally:

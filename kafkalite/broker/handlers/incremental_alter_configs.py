@@ -174,5 +174,5 @@ def _alter_loggers(configs: list[AlterableConfig], validate_only: bool) -> None:
         levels[config.name] = LOG4J_LEVELS[level]
     if validate_only:
         return
-    for name, level in levels.items():
-        loggers[name].setLevel(level)
+    for name, numeric_level in levels.items():
+        loggers[name].setLevel(numeric_level)

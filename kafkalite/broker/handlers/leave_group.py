@@ -29,4 +29,5 @@ def handle_leave_group(context: RequestContext, request: LeaveGroupRequest) -> L
         return LeaveGroupResponse(error_code=error)
     return LeaveGroupResponse(error_code=error, members=[
         MemberResponse(member_id=member_id, group_instance_id=instance_id, error_code=member_error)
-        for (member_id, instance_id), member_error in zip(members, member_errors)])
+        # no member errors come with a group-level error
+        for (member_id, instance_id), member_error in zip(members, member_errors, strict=False)])

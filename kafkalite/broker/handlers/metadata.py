@@ -42,13 +42,14 @@ def handle_metadata(context: RequestContext, request: MetadataRequest) -> Metada
 
     requested = request.topics
     if requested is None or (version == 0 and not requested):
-        for topic in cluster.topics:
-            response.topics.append(_describe(topic, cluster.node_id, topic_operations))
+        for each in cluster.topics:
+            response.topics.append(_describe(each, cluster.node_id, topic_operations))
         return response
 
     allow_create = (request.allow_auto_topic_creation if version >= 4 else True) and cluster.config.get_bool(
         "auto.create.topics.enable")
     for entry in requested:
+        topic: Topic | None
         if entry.name is None:
             topic = cluster.topics.by_id(entry.topic_id) if entry.topic_id != ZERO_UUID else None
             if topic is None:

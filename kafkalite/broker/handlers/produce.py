@@ -65,7 +65,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
                 result.error_message = f"Cannot append to internal topic {topic.name}"
                 continue
             records = partition_data.records
-            if records is None or len(records) == 0:
+            if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) == 0:  # decoded: a view
                 result.error_code = ErrorCode.INVALID_RECORD
                 result.error_message = "Produce requests must have exactly one record batch per partition"
                 continue

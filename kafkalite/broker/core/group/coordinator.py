@@ -6,9 +6,9 @@ See the ``kafkalite.broker.core.group`` package docstring for the theory of oper
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.core.coordinator_log import OFFSETS_TOPIC, CoordinatorLog
 from kafkalite.broker.core.group.classic_group import ClassicGroup, ClassicState, JoinRequest, JoinResult, SyncResult
@@ -389,8 +389,8 @@ class GroupCoordinator:
             if base is None:
                 continue
 
-            def expired(topic_partition: tuple[str, int], value: OffsetAndMetadata, base: Any = base,
-                        group: Group = group) -> bool:
+            def expired(topic_partition: tuple[str, int], value: OffsetAndMetadata,
+                        base: Callable[[OffsetAndMetadata], int] = base, group: Group = group) -> bool:
                 if group.is_subscribed_to(topic_partition[0]):
                     return False
                 if value.expire_timestamp_ms is not None:
@@ -406,7 +406,7 @@ class GroupCoordinator:
         return removed
 
     @staticmethod
-    def _expiry_base(group: Group) -> Any:
+    def _expiry_base(group: Group) -> Callable[[OffsetAndMetadata], int] | None:
         """When each offset's retention starts counting, or None if the group's offsets never expire now."""
         if isinstance(group, ConsumerGroup):
             return lambda value: value.commit_timestamp_ms

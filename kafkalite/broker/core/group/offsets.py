@@ -102,8 +102,8 @@ class OffsetStore:
 
     def delete_group(self, group_id: str) -> list[Record]:
         """Every offset of the group, committed or staged, removed with tombstones."""
-        records = [(OffsetCommitKey(group_id, topic, partition).encode(), None)
-                   for topic, partition in self._committed.pop(group_id, {})]
+        records: list[Record] = [(OffsetCommitKey(group_id, topic, partition).encode(), None)
+                                 for topic, partition in self._committed.pop(group_id, {})]
         self._order.pop(group_id, None)
         for producer_id in self._open_by_group.pop(group_id, set()):
             transaction = self._transactions[producer_id]

@@ -374,8 +374,8 @@ class DiskLog(SegmentedLog):
     """
 
     def __init__(self, directory: Path, config: LogConfig, now_ms: int) -> None:
-        super().__init__(directory.name, config, now_ms, directory)
-        self.directory: Path = directory
+        super().__init__(directory.name, config, now_ms)
+        self.directory = directory
         self._directory_dirty = True
 
     @classmethod

@@ -80,6 +80,8 @@ class MemorySegment(LogSegment):
 class MemoryLog(SegmentedLog):
     """A partition log kept in memory, starting empty at ``log_start_offset``."""
 
+    directory = None  # no files
+
     def __init__(self, name: str, config: LogConfig, now_ms: int | None = None, log_start_offset: int = 0) -> None:
         now = wall_clock_ms() if now_ms is None else now_ms
         super().__init__(name, config, now)

@@ -181,7 +181,10 @@ class PartitionLog(Protocol):
     """What the broker needs from one partition's log, whatever stores it. Call it from the event loop only."""
 
     config: LogConfig
-    directory: Path | None  # where the log's files are; None in memory
+
+    @property
+    def directory(self) -> Path | None:
+        """Where the log's files are; None in memory."""
 
     @property
     def log_start_offset(self) -> int: ...
@@ -224,10 +227,9 @@ class SegmentedLog(ABC):
     Implements :class:`PartitionLog`. ``name`` (``topic-partition``) is only for log messages.
     """
 
-    def __init__(self, name: str, config: LogConfig, now_ms: int, directory: Path | None = None) -> None:
+    def __init__(self, name: str, config: LogConfig, now_ms: int) -> None:
         self.name = name
         self.config = config
-        self.directory = directory
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []  # segment base offsets, for bisect
         self._log_start_offset = 0

@@ -53,7 +53,7 @@ import logging
 import os
 import struct
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
@@ -402,10 +402,10 @@ def _batches_from(partition_log: PartitionLog, offset: int) -> Iterator[RecordBa
 # Snapshot files
 
 
-def encode_snapshot(entries: object) -> bytes:
+def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
     body = bytearray()
     count = 0
-    for entry in entries:  # type: ignore[attr-defined]
+    for entry in entries:
         count += 1
         body += _ENTRY.pack(entry.producer_id, entry.epoch, entry.coordinator_epoch, entry.last_timestamp,
                             entry.txn_first_offset, len(entry.batches))

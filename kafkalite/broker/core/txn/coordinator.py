@@ -180,7 +180,8 @@ class TransactionCoordinator:
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         expected_epoch = None if expected is None else producer_epoch
         if metadata.epoch_exhausted and (expected_epoch is None or expected_epoch == metadata.producer_epoch):
-            updated = prepare_init(metadata, timeout_ms, expected_epoch, now, new_producer_id=self.producer_ids.next_id())
+            updated = prepare_init(metadata, timeout_ms, expected_epoch, now,
+                                   new_producer_id=self.producer_ids.next_id())
         else:
             updated = prepare_init(metadata, timeout_ms, expected_epoch, now)
         if updated is None:
@@ -294,13 +295,13 @@ class TransactionCoordinator:
         if transactional_id in self._markers_scheduled:
             return
         self._markers_scheduled.add(transactional_id)
-        schedule = self._schedule
-        if schedule is None:
-            try:
-                schedule = asyncio.get_running_loop().call_soon
-            except RuntimeError:
-                schedule = _call_now
-        schedule(lambda: self.write_markers(transactional_id))
+        if self._schedule is not None:
+            self._schedule(lambda: self.write_markers(transactional_id))
+            return
+        try:
+            asyncio.get_running_loop().call_soon(self.write_markers, transactional_id)
+        except RuntimeError:  # no loop runs (state loaded outside the broker): write them now
+            self.write_markers(transactional_id)
 
     def write_markers(self, transactional_id: str) -> None:
         """Write the markers of a prepared transaction, then complete it and answer its EndTxn."""
@@ -413,6 +414,3 @@ class TransactionCoordinator:
         for topic in self.topics:
             yield from topic.partitions
 
-
-def _call_now(callback: Callable[[], None]) -> None:
-    callback()

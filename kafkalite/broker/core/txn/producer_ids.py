@@ -44,7 +44,8 @@ class ProducerIdAllocator:
         path = self.path
         if path is not None and path.exists():
             try:
-                fields = dict(line.split("=", 1) for line in path.read_text(encoding="ascii").splitlines() if "=" in line)
+                lines = path.read_text(encoding="ascii").splitlines()
+                fields = dict(line.split("=", 1) for line in lines if "=" in line)
                 start = int(fields["next.block.start"])
             except (KeyError, ValueError) as exc:
                 log.warning("%s is unreadable (%s); producer ids continue from the highest one in use", path, exc)

@@ -143,7 +143,7 @@ class TransactionMetadata:
     def _to(self, state: TransactionState, **changes: object) -> TransactionMetadata:
         if self.state not in _VALID_PREVIOUS[state]:
             raise IllegalTransition(f"{self.transactional_id}: {self.state.kafka_name} -> {state.kafka_name}")
-        return replace(self, state=state, **changes)  # type: ignore[arg-type]
+        return replace(self, state=state, **changes)  # type: ignore[arg-type]  # changes name fields of this class
 
 
 def new_metadata(transactional_id: str, producer_id: int, timeout_ms: int, now_ms: int) -> TransactionMetadata:
