@@ -109,7 +109,7 @@ class Cluster:
 
     def broker_config_changed(self) -> None:
         """A dynamic broker config changed: re-derive what was resolved from it."""
-        self.topics.refresh_log_configs()
+        self.topics.refresh_settings()
         self.transactions.settings = self.config.settings(TransactionSettings)
 
     def periodic(self, now_ms: int) -> None:

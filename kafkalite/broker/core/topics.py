@@ -233,7 +233,7 @@ class TopicManager:
         for key, value in configs.items():
             self.config.validate_topic_config(key, value)
 
-    def refresh_log_configs(self) -> None:
+    def refresh_settings(self) -> None:
         """Re-derive every topic's effective configs (after a broker default changed)."""
         for topic in self._by_name.values():
             self._apply_configs(topic)

@@ -1,9 +1,15 @@
-"""The group coordinator: consumer groups (classic and KIP-848) and their committed offsets.
+"""The group room: consumer groups (classic and KIP-848) and their committed offsets.
+
+Modules: ``coordinator`` (``GroupCoordinator``, the handlers' one entry point), ``store`` (what the
+coordinator and both rebalancers share: ``GroupSettings``, the groups by id, the clock, the
+``__consumer_offsets`` log), ``classic_group`` and ``classic_rebalance`` (the classic protocol's state and
+rules), ``consumer_group`` and ``consumer_rebalance`` (KIP-848's), ``assignors`` (server-side assignors),
+``offsets`` (committed and transactional offsets), ``records`` (record layouts) and ``timers``.
 
 Theory of operation
 -------------------
-This node coordinates every group. ``GroupCoordinator`` owns the groups by id and the offset store,
-and is the only entry point for handlers; the protocol rules live in two engines:
+This node coordinates every group. ``GroupCoordinator`` owns the offset store and, through the
+``GroupStore``, the groups by id; the protocol rules live in two rebalancers:
 
 * ``classic_rebalance.ClassicRebalancer`` runs the classic JoinGroup/SyncGroup protocol (states Empty,
   PreparingRebalance, CompletingRebalance, Stable, Dead; see ``classic_group``);

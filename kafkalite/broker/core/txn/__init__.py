@@ -1,4 +1,8 @@
-"""The transaction coordinator: producer ids, transactional ids, and committing or aborting transactions.
+"""The transaction room: producer ids, transactional ids, and committing or aborting transactions.
+
+Modules: ``coordinator`` (``TransactionCoordinator``, the handlers' one entry point, and its settings),
+``state`` (``TransactionMetadata``, the states, legal transitions and log records) and ``producer_ids``
+(``ProducerIdAllocator``).
 
 Theory of operation
 -------------------
