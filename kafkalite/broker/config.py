@@ -124,6 +124,7 @@ class ConfigKey:
     per_topic: bool = False  # a topic config (CreateTopics, AlterConfigs on a topic) rather than a broker key
     section: str = ""  # its heading in config/server.properties
     kafka_default: str | None = None  # Apache Kafka's default, where kafkalite's differs (``doc`` says why)
+    inert: str | None = None  # accepted for compatibility but without effect here, and why
     shipped: bool = False  # set (to its default) in the shipped config/server.properties
 
     def parse(self, raw: str) -> Any:
@@ -184,6 +185,15 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
+# Why some keys are accepted (a Kafka server.properties loads unchanged) and do nothing here.
+_NO_JITTER = "segments roll at segment.ms exactly, without jitter"
+_CHECKPOINTS = "the periodic task writes the checkpoints whenever a recovery point or log start offset moved"
+_NO_PREALLOCATION = "segment files grow as they are written"
+_NO_COMPACTION = "nothing compacts logs yet: a compacted topic keeps every record"
+_NO_DOWNCONVERSION = "Fetch v0-3 are not served, so nothing is ever down-converted"
+_ONE_REPLICA = "a single node holds the only replica"
+_LOCAL_COMMIT = "an offset commit is a local append, answered as soon as it is written"
+
 _B, _S, _I, _L, _D, _LIST = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
                              ConfigType.DOUBLE, ConfigType.LIST)
 
@@ -239,10 +249,10 @@ _BROKER_TABLE: tuple[ConfigKey, ...] = _table(
     ConfigKey("log.roll.hours", _I, 168, "Roll a new segment after this time (hours).", at_least=1, dynamic=True),
     ConfigKey("log.roll.jitter.ms", _L, None,
               "Largest random jitter subtracted from the roll time (ms).",
-              at_least=0, dynamic=True),
+              at_least=0, dynamic=True, inert=_NO_JITTER),
     ConfigKey("log.roll.jitter.hours", _I, 0,
               "Largest random jitter subtracted from the roll time (hours).",
-              at_least=0, dynamic=True),
+              at_least=0, dynamic=True, inert=_NO_JITTER),
     ConfigKey("log.retention.ms", _L, None,
               "Delete segments older than this (ms; -1 = keep forever); overrides minutes and hours.",
               at_least=-1, dynamic=True),
@@ -278,28 +288,28 @@ _BROKER_TABLE: tuple[ConfigKey, ...] = _table(
               dynamic=True),
     ConfigKey("log.flush.offset.checkpoint.interval.ms", _I, 60_000,
               "How often the recovery point is checkpointed (ms).",
-              at_least=0),
+              at_least=0, inert=_CHECKPOINTS),
     ConfigKey("log.flush.on.ack", _B, False,
               "kafkalite: fsync the partition before answering a Produce with acks=all (Kafka relies on replication "
               "instead; a single node has none).",
               shipped=True),
-    ConfigKey("log.preallocate", _B, False, "Preallocate segment files.", dynamic=True),
+    ConfigKey("log.preallocate", _B, False, "Preallocate segment files.", dynamic=True, inert=_NO_PREALLOCATION),
     ConfigKey("log.cleanup.policy", _LIST, ["delete"],
               "Default cleanup policy: delete, compact or both.",
               valid=_CLEANUP_POLICIES, dynamic=True),
-    ConfigKey("log.cleaner.enable", _B, True, "Run the log cleaner for compacted topics."),
+    ConfigKey("log.cleaner.enable", _B, True, "Run the log cleaner for compacted topics.", inert=_NO_COMPACTION),
     ConfigKey("log.cleaner.delete.retention.ms", _L, 86_400_000,
               "How long tombstones are kept on compacted topics (ms).",
-              at_least=0, dynamic=True),
+              at_least=0, dynamic=True, inert=_NO_COMPACTION),
     ConfigKey("log.cleaner.min.compaction.lag.ms", _L, 0,
               "Least time a record stays uncompacted (ms).",
-              at_least=0, dynamic=True),
+              at_least=0, dynamic=True, inert=_NO_COMPACTION),
     ConfigKey("log.cleaner.max.compaction.lag.ms", _L, LONG_MAX,
               "Most time a record stays uncompacted (ms).",
-              at_least=1, dynamic=True),
+              at_least=1, dynamic=True, inert=_NO_COMPACTION),
     ConfigKey("log.cleaner.min.cleanable.ratio", _D, 0.5,
               "Least dirty ratio before a log is compacted.",
-              at_least=0, at_most=1, dynamic=True),
+              at_least=0, at_most=1, dynamic=True, inert=_NO_COMPACTION),
     "Records",
     ConfigKey("message.max.bytes", _I, 1_048_588,
               "Largest record batch the broker accepts (bytes).",
@@ -318,16 +328,17 @@ _BROKER_TABLE: tuple[ConfigKey, ...] = _table(
               at_least=0, dynamic=True),
     ConfigKey("log.message.downconversion.enable", _B, True,
               "Down-convert batches for old Fetch versions.",
-              dynamic=True),
+              dynamic=True, inert=_NO_DOWNCONVERSION),
     ConfigKey("min.insync.replicas", _I, 1,
               "Replicas that must acknowledge acks=all writes.",
-              at_least=1, dynamic=True),
+              at_least=1, dynamic=True, inert=_ONE_REPLICA),
     ConfigKey("unclean.leader.election.enable", _B, False,
               "Allow out-of-sync replicas to become leader.",
-              dynamic=True),
+              dynamic=True, inert=_ONE_REPLICA),
     "Topics",
     ConfigKey("num.partitions", _I, 1, "Partitions of an auto-created topic.", at_least=1, shipped=True),
-    ConfigKey("default.replication.factor", _I, 1, "Replication factor of an auto-created topic.", at_least=1),
+    ConfigKey("default.replication.factor", _I, 1, "Replication factor of an auto-created topic.", at_least=1,
+              inert=_ONE_REPLICA),
     ConfigKey("auto.create.topics.enable", _B, True,
               "Create a topic when Metadata or Produce names an unknown one.",
               shipped=True),
@@ -369,11 +380,11 @@ _BROKER_TABLE: tuple[ConfigKey, ...] = _table(
     ConfigKey("offsets.topic.num.partitions", _I, 50, "Partitions of __consumer_offsets.", at_least=1),
     ConfigKey("offsets.topic.replication.factor", ConfigType.SHORT, 1,
               "Replication factor of __consumer_offsets (Kafka defaults to 3; a single node holds 1).",
-              at_least=1, kafka_default="3", shipped=True),
-    ConfigKey("offsets.topic.segment.bytes", _I, 104_857_600, "Segment size of __consumer_offsets.", at_least=1),
+              at_least=1, kafka_default="3", shipped=True, inert=_ONE_REPLICA),
+    ConfigKey("offsets.topic.segment.bytes", _I, 104_857_600, "Segment size of __consumer_offsets.", at_least=14),
     ConfigKey("offsets.commit.timeout.ms", _I, 5000,
               "How long an offset commit may wait for its write (ms).",
-              at_least=1),
+              at_least=1, inert=_LOCAL_COMMIT),
     ConfigKey("offset.metadata.max.bytes", _I, 4096, "Largest metadata string of a committed offset."),
     "Transactions and producer ids",
     ConfigKey("transaction.max.timeout.ms", _I, 900_000,
@@ -391,13 +402,12 @@ _BROKER_TABLE: tuple[ConfigKey, ...] = _table(
     ConfigKey("transaction.state.log.num.partitions", _I, 50, "Partitions of __transaction_state.", at_least=1),
     ConfigKey("transaction.state.log.replication.factor", ConfigType.SHORT, 1,
               "Replication factor of __transaction_state (Kafka defaults to 3; a single node holds 1).",
-              at_least=1, kafka_default="3", shipped=True),
+              at_least=1, kafka_default="3", shipped=True, inert=_ONE_REPLICA),
     ConfigKey("transaction.state.log.min.isr", _I, 1,
               "min.insync.replicas of __transaction_state (a single node holds 1 replica).",
-              at_least=1, kafka_default="2", shipped=True),
-    ConfigKey("transaction.state.log.segment.bytes", _I, 104_857_600,
-              "Segment size of __transaction_state.",
-              at_least=1),
+              at_least=1, kafka_default="2", shipped=True, inert=_ONE_REPLICA),
+    ConfigKey("transaction.state.log.segment.bytes", _I, 104_857_600, "Segment size of __transaction_state.",
+              at_least=14),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, 10_000,
               "How often timed-out transactions are aborted (ms).",
               at_least=1),
@@ -418,7 +428,7 @@ _TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
               valid=_COMPRESSION_TYPES, synonyms=(("compression.type", 1),)),
     ConfigKey("delete.retention.ms", _L, None,
               "How long tombstones are kept on compacted topics.",
-              at_least=0, synonyms=(("log.cleaner.delete.retention.ms", 1),)),
+              at_least=0, synonyms=(("log.cleaner.delete.retention.ms", 1),), inert=_NO_COMPACTION),
     ConfigKey("file.delete.delay.ms", _L, None,
               "Delay before a deleted segment's files are removed.",
               at_least=0, synonyms=(("log.segment.delete.delay.ms", 1),)),
@@ -436,7 +446,7 @@ _TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
               at_least=0, synonyms=(("message.max.bytes", 1),)),
     ConfigKey("message.downconversion.enable", _B, None,
               "Down-convert batches for old Fetch versions.",
-              synonyms=(("log.message.downconversion.enable", 1),)),
+              synonyms=(("log.message.downconversion.enable", 1),), inert=_NO_DOWNCONVERSION),
     ConfigKey("message.timestamp.type", _S, None,
               "CreateTime or LogAppendTime.",
               valid=_TIMESTAMP_TYPES, synonyms=(("log.message.timestamp.type", 1),)),
@@ -448,7 +458,7 @@ _TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
               at_least=0, synonyms=(("log.message.timestamp.after.max.ms", 1),)),
     ConfigKey("min.insync.replicas", _I, None,
               "Replicas that must acknowledge acks=all writes.",
-              at_least=1, synonyms=(("min.insync.replicas", 1),)),
+              at_least=1, synonyms=(("min.insync.replicas", 1),), inert=_ONE_REPLICA),
     ConfigKey("retention.bytes", _L, None,
               "Delete old segments while a partition is larger than this (-1 = no limit).",
               synonyms=(("log.retention.bytes", 1),)),
@@ -468,20 +478,21 @@ _TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
               at_least=1, synonyms=(("log.roll.ms", 1), ("log.roll.hours", _HOUR_MS))),
     ConfigKey("segment.jitter.ms", _L, None,
               "Largest random jitter subtracted from segment.ms.",
-              at_least=0, synonyms=(("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOUR_MS))),
+              at_least=0, synonyms=(("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOUR_MS)), inert=_NO_JITTER),
     ConfigKey("min.compaction.lag.ms", _L, None,
               "Least time a record stays uncompacted.",
-              at_least=0, synonyms=(("log.cleaner.min.compaction.lag.ms", 1),)),
+              at_least=0, synonyms=(("log.cleaner.min.compaction.lag.ms", 1),), inert=_NO_COMPACTION),
     ConfigKey("max.compaction.lag.ms", _L, None,
               "Most time a record stays uncompacted.",
-              at_least=1, synonyms=(("log.cleaner.max.compaction.lag.ms", 1),)),
+              at_least=1, synonyms=(("log.cleaner.max.compaction.lag.ms", 1),), inert=_NO_COMPACTION),
     ConfigKey("min.cleanable.dirty.ratio", _D, None,
               "Least dirty ratio before the log is compacted.",
-              at_least=0, at_most=1, synonyms=(("log.cleaner.min.cleanable.ratio", 1),)),
+              at_least=0, at_most=1, synonyms=(("log.cleaner.min.cleanable.ratio", 1),), inert=_NO_COMPACTION),
     ConfigKey("unclean.leader.election.enable", _B, None,
               "Allow out-of-sync replicas to become leader.",
-              synonyms=(("unclean.leader.election.enable", 1),)),
-    ConfigKey("preallocate", _B, None, "Preallocate segment files.", synonyms=(("log.preallocate", 1),)),
+              synonyms=(("unclean.leader.election.enable", 1),), inert=_ONE_REPLICA),
+    ConfigKey("preallocate", _B, None, "Preallocate segment files.", synonyms=(("log.preallocate", 1),),
+              inert=_NO_PREALLOCATION),
 )
 
 

@@ -92,8 +92,15 @@ def _comment(text: str) -> list[str]:
     return [f"# {line}" for line in textwrap.wrap(text, width=98)]
 
 
+def _doc(key: ConfigKey) -> str:
+    doc = key.doc
+    if key.inert is not None:
+        doc += f" Accepted for compatibility, without effect: {key.inert}."
+    return doc
+
+
 def _broker_key(key: ConfigKey) -> list[str]:
-    doc = key.doc + (" Can be changed at run time (AlterConfigs)." if key.dynamic else "")
+    doc = _doc(key) + (" Can be changed at run time (AlterConfigs)." if key.dynamic and key.inert is None else "")
     lines = _comment(doc)
     if key.kafka_default is not None:
         lines.append(f"# Kafka's default: {key.kafka_default}")
@@ -104,7 +111,7 @@ def _broker_key(key: ConfigKey) -> list[str]:
 
 def _topic_key(key: ConfigKey) -> list[str]:
     defaults = ", else ".join(name for name, _ in key.synonyms)
-    return _comment(f"{key.name}: {key.doc} Default: {defaults}.")
+    return _comment(f"{key.name}: {_doc(key)} Default: {defaults}.")
 
 
 def render_properties() -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from kafkalite.broker.config import (
     BROKER_KEYS,
+    CONFIG_KEYS,
     LONG_MAX,
     TOPIC_KEYS,
     BrokerConfig,
@@ -360,3 +361,35 @@ def test_cli_serve_is_the_default_and_port_moves_the_advertised_twin() -> None:
 def test_cli_rejects_a_pair_without_equals() -> None:
     with pytest.raises(ConfigError, match="key=value"):
         build_config(_parse_args(["serve", "num.partitions"]))
+
+
+def test_every_key_is_honoured_or_says_why_not() -> None:
+    """A key the code never reads must say so in the table (``inert``), so nothing is dropped in silence.
+
+    A broker key counts as read when the code names it, or it is the broker-level default of a topic
+    config the code reads, or a settings dataclass field mirrors it; a topic config, when the code
+    reads its ``TopicConfig`` attribute or names it."""
+    import re
+
+    import kafkalite.broker.config as config_module
+
+    root = Path(__file__).resolve().parents[2]
+    sources = [path for path in (root / "kafkalite").rglob("*.py")
+               if "messages" not in path.parts and path != Path(config_module.__file__)]
+    code = "\n".join(path.read_text(encoding="utf-8") for path in sources)
+    table = Path(config_module.__file__).read_text(encoding="utf-8")
+    read_topic_keys = {key for key in TOPIC_KEYS
+                       if re.search(rf"\b{key.replace('.', '_')}\b", code) or f'"{key}"' in code}
+    topic_defaults = {broker_key for key in read_topic_keys for broker_key, _ in TOPIC_KEYS[key].synonyms}
+    silent = []
+    for key in CONFIG_KEYS:
+        if key.inert is not None:
+            continue
+        if key.per_topic:
+            honoured = key.name in read_topic_keys
+        else:
+            honoured = (f'"{key.name}"' in code or key.name in topic_defaults or key.alias_of is not None
+                        or table.count(f'"{key.name}"') > 1)  # read by BrokerConfig itself (listeners, log.dir...)
+        if not honoured:
+            silent.append(key.name)
+    assert silent == []

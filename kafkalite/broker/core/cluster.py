@@ -66,9 +66,11 @@ class Cluster:
         self.log_manager = LogManager(data_dir, log_config(config.topic_settings()))
         self.topics = TopicManager(self.log_manager, config, data_dir)
         self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
-        self.offsets_log = CoordinatorLog(self.topics, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"))
+        self.offsets_log = CoordinatorLog(self.topics, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
+                                          config.get_int("offsets.topic.segment.bytes"))
         self.transaction_log = CoordinatorLog(self.topics, TRANSACTION_STATE_TOPIC,
-                                              config.get_int("transaction.state.log.num.partitions"))
+                                              config.get_int("transaction.state.log.num.partitions"),
+                                              config.get_int("transaction.state.log.segment.bytes"))
         self.group_coordinator = self.build_group_coordinator()
         self.transactions = self.build_transaction_coordinator()
 

@@ -50,16 +50,21 @@ def partition_for(key: str, partitions: int) -> int:
 class CoordinatorLog:
     """Key/value records in one internal topic: append, and replay at start."""
 
-    def __init__(self, topics: TopicManager, topic_name: str, num_partitions: int) -> None:
+    def __init__(self, topics: TopicManager, topic_name: str, num_partitions: int,
+                 segment_bytes: int | None = None) -> None:
         self.topics = topics
         self.topic_name = topic_name
         self.configured_partitions = num_partitions  # the count the topic is created with
+        self.segment_bytes = segment_bytes  # its segment.bytes (the broker default when None)
 
     def topic(self) -> Topic:
         """The internal topic, created on first use."""
         topic = self.topics.get(self.topic_name)
         if topic is None:
-            topic = self.topics.create(self.topic_name, self.configured_partitions, {"cleanup.policy": "compact"})
+            configs = {"cleanup.policy": "compact"}
+            if self.segment_bytes is not None:
+                configs["segment.bytes"] = str(self.segment_bytes)
+            topic = self.topics.create(self.topic_name, self.configured_partitions, configs)
         return topic
 
     @property
