@@ -80,9 +80,6 @@ class BrokerServer:
         if advertised_line != line:
             line += f" (advertised as {advertised_line})"
         log.info("listening on %s", line)
-        # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
-        # broker: keep it out of the cyclic collector's full passes, which would rescan it forever.
-        gc.freeze()
         interval = min(PERIODIC_INTERVAL_S, self.config.get_int("log.retention.check.interval.ms") / 1000)
         self._schedule_periodic(loop, interval)
 
@@ -150,6 +147,10 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) 
         except (OSError, ConfigError) as exc:
             log.error("cannot start: %s", exc)
             return 1
+        # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
+        # process: keep it out of the cyclic collector's full passes, which would rescan it forever.
+        # (A broker embedded in someone else's process leaves their collector alone.)
+        gc.freeze()
         await stop_requested.wait()
         log.info("shutting down")
         await server.stop()
