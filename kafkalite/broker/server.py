@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
 from kafkalite.broker.listen import bind_listeners
-from kafkalite.broker.net import KafkaConnection
+from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
@@ -43,6 +43,7 @@ class BrokerServer:
         self.cluster: Cluster | None = None
         self.bound: list[Listener] = []  # the listeners with the ports actually bound
         self.connections: set[KafkaConnection] = set()
+        self._scratch = ReceiveScratch()  # where every connection's reads land between frames
         self._servers: list[asyncio.AbstractServer] = []
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
@@ -85,7 +86,7 @@ class BrokerServer:
 
     def _new_connection(self) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
-        return KafkaConnection(self.cluster, connections=self.connections,
+        return KafkaConnection(self.cluster, connections=self.connections, scratch=self._scratch,
                                max_request_bytes=self.config.get_int("socket.request.max.bytes"),
                                idle_ms=self.config.get_int("connections.max.idle.ms"))
 

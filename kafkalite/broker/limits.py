@@ -1,0 +1,39 @@
+"""The process limits a broker runs within: the open-file limit in force is raised as far as allowed, and known.
+
+Most shells and containers start with a soft ``RLIMIT_NOFILE`` of 1024 (macOS: 256) while the hard
+limit is much higher. A broker holds sockets and segment files, so ``kafkalite serve`` raises its soft
+limit to the hard one (on macOS no further than ``OPEN_MAX``, which the kernel enforces) and logs the
+limit it runs with, once.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+__all__ = ["raise_open_file_limit"]
+
+log = logging.getLogger("kafkalite.server")
+
+_MACOS_OPEN_MAX = 10240
+
+
+def raise_open_file_limit() -> int | None:
+    """Raise the soft open-file limit to the hard limit; the limit now in force (None where unknown)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on this platform
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard
+    if sys.platform == "darwin" and (hard == resource.RLIM_INFINITY or hard > _MACOS_OPEN_MAX):
+        target = _MACOS_OPEN_MAX
+    if soft != resource.RLIM_INFINITY and (target == resource.RLIM_INFINITY or target > soft):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-file limit from %d to %s: %s", soft, target, exc)
+    limit = None if soft == resource.RLIM_INFINITY else int(soft)
+    log.info("open-file limit: %s", "unlimited" if limit is None else limit)
+    return limit
