@@ -54,8 +54,10 @@ class BrokerProcess:
     """A broker subprocess on 127.0.0.1 with its own data directory and log file."""
 
     def __init__(self, data_dir: str | Path, configs: Mapping[str, object] | None = None,
-                 extra_args: Sequence[str] = (), *, memory: bool = False) -> None:
+                 extra_args: Sequence[str] = (), *, memory: bool = False, nofile: int | None = None) -> None:
+        """``nofile``: run the broker under this hard and soft open-file limit (``RLIMIT_NOFILE``)."""
         self.data_dir = Path(data_dir)
+        self.nofile = nofile
         self.configs = broker_configs(configs)
         self.extra_args = list(extra_args)
         self.memory = memory
@@ -85,8 +87,16 @@ class BrokerProcess:
         self._spawned_at = time.perf_counter()
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(self.command(port), stdout=log_file, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=environment)
+                                            stdin=subprocess.DEVNULL, env=environment,
+                                            preexec_fn=self._limit_open_files if self.nofile else None)
         _live.add(self)
+
+    def _limit_open_files(self) -> None:
+        """In the child, before exec: the open-file limit the broker must live with."""
+        import resource
+
+        assert self.nofile is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def wait_until_listening(self, timeout: float = START_TIMEOUT_S) -> int:
         """Wait for this run's "listening on" line; return the port it names."""
@@ -175,6 +185,22 @@ class BrokerProcess:
     def log_mark(self) -> int:
         """An offset for ``log_text(since=...)``: what is logged from now on."""
         return self.log_path.stat().st_size if self.log_path.exists() else 0
+
+    def descriptors(self) -> int:
+        """How many file descriptors the broker process holds (Linux)."""
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def rss_mib(self) -> float:
+        """The broker process's resident memory (Linux)."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def cpu_seconds(self) -> float:
+        """User and system CPU time the broker process has used (Linux)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def _require_process(self) -> subprocess.Popen[bytes]:
         if self.process is None:

@@ -36,3 +36,14 @@ def test_serve_raises_the_open_file_limit_and_logs_it(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(TIMEOUT_S)
+
+
+def test_many_partitions_under_a_small_open_file_limit(tmp_path: Path) -> None:
+    """300 partitions under a hard limit of 64 descriptors: created, listed, written with acks=all,
+    restarted, listed again and read back in full, with no traceback (the full-size run, 10,000
+    partitions under 256, is benchmarks/partitions.py)."""
+    import benchmarks.partitions as scenario
+
+    broker = scenario.run(topics=30, partitions=10, nofile=64, scratch=tmp_path)
+    assert "Traceback" not in broker.log_text()
+    assert "Too many open files" not in broker.log_text()

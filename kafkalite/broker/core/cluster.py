@@ -32,10 +32,12 @@ from kafkalite.broker.core.fetch_sessions import FetchSessionCache
 from kafkalite.broker.core.group.coordinator import GroupCoordinator
 from kafkalite.broker.core.group.store import GroupSettings
 from kafkalite.broker.core.group.timers import Timers
+from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
 from kafkalite.broker.core.topics import TopicManager, log_config
 from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
 from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
+from kafkalite.broker.limits import segment_file_budget
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -63,7 +65,7 @@ class Cluster:
         self.endpoints: list[Endpoint] = []
         self.flush_on_ack = config.get_bool("log.flush.on.ack")
         self.fetch_max_bytes = config.get_int("fetch.max.bytes")
-        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()))
+        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()), OpenFiles(segment_file_budget()))
         self.topics = TopicManager(self.log_manager, config, data_dir)
         self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
         self.offsets_log = CoordinatorLog(self.topics, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Final
 
 from kafkalite.broker.core.log.disk import DiskLog
+from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.memory import MemoryLog
 from kafkalite.broker.core.log.partition_log import LogConfig, LogError, PartitionLog, wall_clock_ms
 
@@ -64,9 +65,10 @@ _CHECKPOINT_VERSION: Final = 0
 class LogManager:
     """Owns every partition log. Like the logs, touch it only from the event loop."""
 
-    def __init__(self, data_dir: Path | None, default_config: LogConfig) -> None:
+    def __init__(self, data_dir: Path | None, default_config: LogConfig, files: OpenFiles | None = None) -> None:
         self.data_dir = data_dir
         self.default_config = default_config
+        self.files = files if files is not None else OpenFiles(None)  # every segment file's descriptor budget
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.had_clean_shutdown = True
@@ -108,6 +110,7 @@ class LogManager:
                 log_start_offset=log_start_offsets.get(topic_partition, 0),
                 clean_shutdown=self.had_clean_shutdown,
                 now_ms=now,
+                files=self.files,
             )
             topic_id = _read_partition_metadata(directory)
             if topic_id is None:
@@ -155,7 +158,7 @@ class LogManager:
             directory = self.data_dir / f"{topic}-{partition}"
             if directory.exists():
                 raise LogError(f"{directory} exists but was not loaded")
-            partition_log = DiskLog.create(directory, config, now_ms)
+            partition_log = DiskLog.create(directory, config, now_ms, self.files)
             _write_partition_metadata(directory, topic_id)
         self.logs[key] = partition_log
         self.topic_ids[topic] = topic_id
