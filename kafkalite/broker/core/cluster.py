@@ -63,7 +63,9 @@ class Cluster:
         self.endpoints: list[Endpoint] = []
         self.flush_on_ack = config.get_bool("log.flush.on.ack")
         self.fetch_max_bytes = config.get_int("fetch.max.bytes")
-        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()))
+        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()),
+                                      retention_check_interval_ms=config.get_int("log.retention.check.interval.ms"),
+                                      initial_task_delay_ms=config.get_int("log.initial.task.delay.ms"))
         self.topics = TopicManager(self.log_manager, config, data_dir)
         self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
         self.offsets_log = CoordinatorLog(self.topics, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
@@ -114,8 +116,17 @@ class Cluster:
         self.topics.refresh_settings()
         self.transactions.settings = self.config.settings(TransactionSettings)
 
+    def periodic_interval_ms(self) -> int:
+        """How often ``periodic`` should run: every second, or more often when the retention check
+        interval or initial delay is shorter (tests that want fast retention set them so)."""
+        delays = [1000, self.log_manager.retention_check_interval_ms]
+        if self.log_manager.initial_task_delay_ms > 0:
+            delays.append(self.log_manager.initial_task_delay_ms)
+        return max(1, min(delays))
+
     def periodic(self, now_ms: int) -> None:
-        """Timer work: retention, time-based segment rolls, time-based flushes."""
+        """Timer work: retention (when its check is due), time-based segment rolls and flushes, group
+        and transaction timers."""
         self.log_manager.run_periodic(now_ms)
         self.group_coordinator.periodic(now_ms)
         self.transactions.periodic(now_ms)

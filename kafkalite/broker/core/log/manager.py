@@ -17,9 +17,12 @@ Layout of the data directory (Kafka's names and formats):
 Other files (``meta.properties`` ...) belong to someone else and are left alone. With ``data_dir=None``
 every log is a :class:`~kafkalite.broker.core.log.memory.MemoryLog` and nothing touches the disk.
 
-Periodic work (:meth:`LogManager.run_periodic`, called by the broker's timer): retention, time-based
-rolls, the fsync of segments that have rolled (Kafka schedules it on roll), ``flush.ms``, and a
-checkpoint when a recovery point or log start offset moved.
+Periodic work (:meth:`LogManager.run_periodic`, called by the broker's timer every second or so):
+time-based rolls, the fsync of segments that have rolled (Kafka schedules it on roll), ``flush.ms``,
+and a checkpoint when a recovery point or log start offset moved. Retention keeps Kafka's own
+schedule: the first check ``log.initial.task.delay.ms`` after :meth:`LogManager.open`, then one every
+``log.retention.check.interval.ms`` at a fixed rate (a tick that comes late runs it once, not once per
+missed period).
 """
 
 from __future__ import annotations
@@ -64,9 +67,13 @@ _CHECKPOINT_VERSION: Final = 0
 class LogManager:
     """Owns every partition log. Like the logs, touch it only from the event loop."""
 
-    def __init__(self, data_dir: Path | None, default_config: LogConfig) -> None:
+    def __init__(self, data_dir: Path | None, default_config: LogConfig, *,
+                 retention_check_interval_ms: int = 300_000, initial_task_delay_ms: int = 30_000) -> None:
         self.data_dir = data_dir
         self.default_config = default_config
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.initial_task_delay_ms = initial_task_delay_ms
+        self.next_retention_check_ms: int | None = None  # set by open()
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.had_clean_shutdown = True
@@ -82,9 +89,10 @@ class LogManager:
         ``topic_configs`` gives per-topic settings (others get the default). Returns :attr:`logs`; the
         topic ids read from ``partition.metadata`` are in :attr:`topic_ids`.
         """
+        now = wall_clock_ms() if now_ms is None else now_ms
+        self.next_retention_check_ms = now + self.initial_task_delay_ms
         if self.data_dir is None:
             return self.logs
-        now = wall_clock_ms() if now_ms is None else now_ms
         self.data_dir.mkdir(parents=True, exist_ok=True)
         marker = self.data_dir / CLEAN_SHUTDOWN_FILE
         self.had_clean_shutdown = marker.exists()
@@ -183,13 +191,17 @@ class LogManager:
     # --- periodic work and durability --------------------------------------------------------------
 
     def run_periodic(self, now_ms: int) -> int:
-        """Retention, segment.ms rolls, fsync of rolled segments, flush.ms; checkpoint if anything moved.
-
-        Returns the number of segments retention deleted.
-        """
+        """Retention when its check is due, segment.ms rolls, fsync of rolled segments, flush.ms;
+        checkpoint if anything moved. Returns the number of segments retention deleted."""
         deleted = 0
+        due = self.next_retention_check_ms
+        if due is not None and now_ms >= due:
+            # At a fixed rate from the first check, as Kafka's scheduler runs it.
+            interval = self.retention_check_interval_ms
+            self.next_retention_check_ms = due + interval * ((now_ms - due) // interval + 1)
+            for partition_log in self.logs.values():
+                deleted += partition_log.enforce_retention(now_ms)
         for partition_log in self.logs.values():
-            deleted += partition_log.enforce_retention(now_ms)
             partition_log.maybe_roll(now_ms)
             active_base = partition_log.active_segment_base_offset
             if partition_log.recovery_point < active_base:
