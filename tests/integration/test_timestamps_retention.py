@@ -5,6 +5,11 @@
   because the first retention check comes ``log.initial.task.delay.ms`` (30 s) after start-up and
   the next ones every ``log.retention.check.interval.ms`` (5 min). A broker started with short
   values of both deletes them at once, as a user who wants fast retention asks.
+* The batch max timestamp is Kafka's, computed from the records: librdkafka sends a record without
+  a timestamp (-1) under a header max timestamp of 0, which used to be stored as 1970 and deleted by
+  the first retention check; it is stored as -1, and time retention of its segment goes by the
+  segment's last modification.
+* LogAppendTime topics give consumers the broker's append time, flagged as such.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalite.protocol.records import RecordBatch, iter_batches
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -94,3 +101,37 @@ def test_retention_can_be_made_fast(fresh_broker: Callable[..., BrokerProcess],
     produce(broker.bootstrap, topic, OLD_TIMESTAMPS)
     wait_until(lambda: watermarks(broker.bootstrap, topic) == (2, 2), TIMEOUT_S, "retention did not delete 1970/2001")
     assert "retention deleted" in broker.log_text()
+
+
+def stored_batches(broker: BrokerProcess, topic: str) -> list[RecordBatch]:
+    batches: list[RecordBatch] = []
+    for path in sorted((broker.data_dir / f"{topic}-0").glob("*.log")):
+        batches.extend(item for item in iter_batches(path.read_bytes()) if isinstance(item, RecordBatch))
+    return batches
+
+
+def test_a_record_without_timestamp_is_kept_by_time_retention(fresh_broker: Callable[..., BrokerProcess],
+                                                              wait_until: Callable[..., object]) -> None:
+    broker = fresh_broker("log.retention.check.interval.ms=100", "log.initial.task.delay.ms=0")
+    undated = create_topic(broker.bootstrap, unique("undated"), {"retention.ms": "3600000"})
+    dated = create_topic(broker.bootstrap, unique("dated"), {"retention.ms": "3600000"})
+    produce(broker.bootstrap, undated, (-1,))  # librdkafka: record timestamp -1, header max timestamp 0
+    produce(broker.bootstrap, dated, (OLD_TIMESTAMPS[0],))
+    [batch] = stored_batches(broker, undated)
+    assert (batch.base_timestamp, batch.max_timestamp) == (-1, -1)
+    batch.validate_crc()
+    wait_until(lambda: watermarks(broker.bootstrap, dated) == (1, 1), TIMEOUT_S, "the 1970 record was not deleted")
+    assert watermarks(broker.bootstrap, undated) == (0, 1)  # the same checks kept the undated one
+    [message] = consume_all(broker.bootstrap, undated, 1)
+    assert (message.offset(), message.value()) == (0, b"value-0")
+
+
+def test_log_append_time_topics_give_the_brokers_time(broker: BrokerProcess) -> None:
+    topic = create_topic(broker.bootstrap, unique("append-time"), {"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    produce(broker.bootstrap, topic, OLD_TIMESTAMPS)
+    after = int(time.time() * 1000)
+    messages = consume_all(broker.bootstrap, topic, 2)
+    for message in messages:
+        timestamp_type, timestamp = message.timestamp()
+        assert timestamp_type == TIMESTAMP_LOG_APPEND_TIME and before <= timestamp <= after

@@ -1,7 +1,9 @@
 """Produce (API key 0), v3-11 served; v0-2 advertised (old librdkafka looks for them) and refused.
 
 Each partition's records must be exactly one magic-2 batch; ``Partition.append_from_client``
-validates it from its header and CRC and appends it without decoding the records. ``acks=0``
+validates it from its header and CRC and appends it without decoding the records (the record
+timestamps are read only when Kafka's timestamp rules need them; see ``core.partition``). Records
+refused by a timestamp check are listed in ``record_errors`` (v8+) by batch index, as Kafka does. ``acks=0``
 gets no response at all; ``acks=1`` and ``acks=-1`` are answered once the batches are in the
 log (this node is the whole ISR), and with ``log.flush.on.ack=true`` an ``acks=-1`` answer waits
 until the written partitions are fsynced. Errors are per partition, as in Kafka.
@@ -22,12 +24,16 @@ import asyncio
 import time
 from collections.abc import Awaitable
 
-from kafkalite.broker.core.partition import Partition
+from kafkalite.broker.core.partition import Partition, RecordValidationError
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.compression import Compression
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import ProduceRequest, ProduceResponse
-from kafkalite.protocol.messages.produce_response import PartitionProduceResponse, TopicProduceResponse
+from kafkalite.protocol.messages.produce_response import (
+    BatchIndexAndErrorMessage,
+    PartitionProduceResponse,
+    TopicProduceResponse,
+)
 
 _MIN_SERVED_VERSION = 3
 
@@ -80,6 +86,9 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
                     result.error_code = ErrorCode.INVALID_TXN_STATE
                 result.error_message = exc.message
                 result.log_start_offset = partition.log_start_offset
+                if isinstance(exc, RecordValidationError):
+                    result.record_errors = [BatchIndexAndErrorMessage(batch_index=index, batch_index_error_message=text)
+                                            for index, text in exc.record_errors]
                 continue
             result.base_offset = appended.base_offset
             result.log_append_time_ms = appended.log_append_time

@@ -50,9 +50,10 @@ forward), the indexes of the scanned segments are rebuilt, and the log is trunca
 corrupt batch; any later segment is deleted.
 
 **Retention** deletes whole segments, oldest first: by ``retention.ms`` (a segment whose largest
-timestamp is older than now - retention) and by ``retention.bytes`` (while the log minus that segment is
-still at least retention.bytes). If every segment goes, including a non-empty active one, the log rolls
-first so an empty active segment remains at the log end offset. The log start offset moves up to the
+timestamp, or last modification when no record in it has a timestamp, is older than now -
+retention) and by ``retention.bytes`` (while the log minus that segment is still at least
+retention.bytes). If every segment goes, including a non-empty active one, the log rolls first so
+an empty active segment remains at the log end offset. The log start offset moves up to the
 first remaining segment. ``delete_records_before`` raises the log start offset and drops segments
 entirely below it.
 """
