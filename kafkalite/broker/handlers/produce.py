@@ -12,10 +12,11 @@ Idempotent and transactional batches are checked against the partition's produce
 ``kafkalite.broker.core.log.producer_state``): a retried duplicate is answered with its original base offset and
 not written again; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, a fenced epoch
 INVALID_PRODUCER_EPOCH. The first batch of a transaction in a partition is verified with the
-transaction coordinator (KIP-890): a partition not added to the producer's ongoing transaction is
-refused with INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11, as Kafka answers); while the
-transaction's markers are being written the answer is NOT_ENOUGH_REPLICAS, which every client
-retries (Kafka's translation of CONCURRENT_TRANSACTIONS for Produce).
+transaction coordinator (KIP-890; unless ``transaction.partition.verification.enable`` is false):
+a partition not added to the producer's ongoing transaction is refused with INVALID_TXN_STATE
+(TRANSACTION_ABORTABLE from v11, as Kafka answers); while the transaction's markers are being
+written the answer is NOT_ENOUGH_REPLICAS, which every client retries (Kafka's translation of
+CONCURRENT_TRANSACTIONS for Produce).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     response = ProduceResponse()
     now_ms = int(time.time() * 1000)
     written: list[Partition] = []
-    verify = context.cluster.transactions.verify_partition
+    verify = context.cluster.transactions.verify_partition if context.cluster.verify_transactions else None
     for topic_data in request.topic_data:
         topic_response = TopicProduceResponse(name=topic_data.name)
         response.responses.append(topic_response)
