@@ -25,7 +25,7 @@ from pathlib import Path
 
 import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
 from kafkalite.broker.config import CONFIG_KEYS, ENV_PREFIX, ConfigKey
-from kafkalite.broker.handlers.registry import HANDLERS
+from kafkalite.broker.handlers.registry import HANDLERS, NOT_SERVED
 from kafkalite.protocol.messages import REQUESTS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,7 +87,9 @@ def render_compatibility() -> str:
         low, high = request.VALID_VERSIONS
         handler = HANDLERS.get(key)
         if handler is None:
-            lines.append(f"| {key} | {name} | not served | {low}-{high} | not implemented |\n")
+            why = NOT_SERVED.get(key)
+            lines.append(f"| {key} | {name} | not served | {low}-{high} | "
+                         f"{'not implemented' if why is None else 'not served: ' + why} |\n")
             continue
         served = f"{handler.min_version}-{handler.max_version}"
         lines.append(f"| {key} | {name} | {served} | {low}-{high} | {_summary(handler.handle.__module__)} |\n")
