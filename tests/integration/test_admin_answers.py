@@ -5,6 +5,12 @@ and kafka-python's KafkaAdminClient).
   the whole cluster with Kafka's message, a cluster-wide default is accepted for "", and both
   survive a broker restart. Neither client lets a user name the cluster-wide resource "", so
   those requests are sent as frames built with kafkalite's codec.
+* The ACL APIs answer SECURITY_DISABLED, as Kafka without an authorizer does; confluent-kafka
+  no longer reports them as "not supported by broker".
+* The admin APIs Kafka serves on a single node are advertised and answered: kafka-python's
+  KafkaAdminClient no longer raises IncompatibleBrokerVersion for ElectLeaders,
+  AlterReplicaLogDirs, DescribeQuorum, Alter/ListPartitionReassignments, DescribeTopicPartitions
+  or ListClientMetricsResources, and gets Kafka's answers.
 """
 
 from __future__ import annotations
@@ -18,9 +24,33 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigSource, ResourceType
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigSource,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 from confluent_kafka.admin import ConfigResource as ConfluentConfigResource
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka import errors as kafka_errors
+from kafka.admin import (
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ConfigResource,
+    ConfigResourceType,
+    KafkaAdminClient,
+    ResourcePatternFilter,
+)
+from kafka.admin import ResourceType as KafkaResourceType
+from kafka.structs import TopicPartition, TopicPartitionReplica
 
 from kafkalite.protocol.framing import encode_request, parse_response_header
 from kafkalite.protocol.message import Message
@@ -123,3 +153,88 @@ def test_dynamic_broker_configs_are_accepted_as_kafka_does_and_survive_a_restart
     assert node["log.cleaner.threads"].value == "2"
     assert describe_cluster_default(broker) == {
         "log.retention.ms": ("7200000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)}
+
+
+# ACLs -----------------------------------------------------------------------------------------------
+
+def test_acl_apis_answer_as_kafka_without_an_authorizer(broker: BrokerProcess) -> None:
+    """confluent-kafka no longer says the ACL API is not supported. librdkafka drops DescribeAcls'
+    error code (it reports an empty list, as against Kafka without an authorizer) but reports
+    SECURITY_DISABLED for each creation and deletion; kafka-python raises SecurityDisabledError."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    any_acl = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                               AclPermissionType.ANY)
+    assert admin.describe_acls(any_acl).result(timeout=TIMEOUT_S) == []
+    binding = AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    [created] = admin.create_acls([binding]).values()
+    refused = failure(created)
+    assert (refused.code(), refused.str()) == (KafkaError.SECURITY_DISABLED, "No Authorizer is configured.")
+    [deleted] = admin.delete_acls([any_acl]).values()
+    assert failure(deleted).code() == KafkaError.SECURITY_DISABLED
+
+    kafka_python = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=int(TIMEOUT_S * 1000))
+    try:
+        with pytest.raises(kafka_errors.SecurityDisabledError, match="No Authorizer is configured on the broker"):
+            kafka_python.describe_acls(ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                                                 permission_type=ACLPermissionType.ANY,
+                                                 resource_pattern=ResourcePatternFilter(
+                                                     KafkaResourceType.TOPIC, None, ACLResourcePatternType.ANY)))
+    finally:
+        kafka_python.close()
+
+
+# the admin APIs of a single node ----------------------------------------------------------------------
+
+def test_kafka_python_gets_kafkas_single_node_answers(fresh_broker: Callable[..., BrokerProcess],
+                                                      tmp_path: Any) -> None:
+    first_dir, second_dir = tmp_path / "first-log-dir", tmp_path / "second-log-dir"
+    broker = fresh_broker("--data-dir", f"{first_dir},{second_dir}")  # the last --data-dir wins
+    topic = unique("single-node")
+    confluent = AdminClient({"bootstrap.servers": broker.bootstrap})
+    confluent.create_topics([NewTopic(topic, 3, 1)])[topic].result(timeout=TIMEOUT_S)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=int(TIMEOUT_S * 1000))
+    try:
+        elected = admin.elect_leaders(0, {topic: [0, 1]})  # ELECTION_NOT_NEEDED is not an error to it
+        assert [(partition.partition_id, partition.error_code) for result in elected.replica_election_results
+                for partition in result.partition_result] == [(0, 84), (1, 84)]
+        with pytest.raises(kafka_errors.UnknownTopicOrPartitionError):
+            admin.elect_leaders(0, {unique("missing"): [0]})
+
+        quorum = admin.describe_metadata_quorum()
+        [metadata] = quorum["topics"]
+        [partition] = metadata["partitions"]
+        assert (metadata["topic_name"], partition["leader_id"], partition["error"]) == ("__cluster_metadata", 1, None)
+        assert [voter["replica_id"] for voter in partition["current_voters"]] == [1]
+
+        accepted = admin.alter_partition_reassignments({TopicPartition(topic, 0): [1],
+                                                        TopicPartition(topic, 1): [1, 2]})
+        assert accepted[TopicPartition(topic, 0)] is None
+        assert accepted[TopicPartition(topic, 1)] is kafka_errors.InvalidReplicationAssignmentError
+        assert admin.list_partition_reassignments() == {}
+
+        page = admin.describe_topic_partitions([topic], response_partition_limit=2)
+        assert [[partition["partition_index"] for partition in described["partitions"]]
+                for described in page["topics"]] == [[0, 1]]
+        assert page["next_cursor"] == {"topic_name": topic, "partition_index": 2}
+        rest = admin.describe_topic_partitions([topic], cursor=page["next_cursor"])
+        assert [partition["partition_index"] for partition in rest["topics"][0]["partitions"]] == [2]
+        assert rest["next_cursor"] is None
+
+        admin.alter_configs([ConfigResource(ConfigResourceType.CLIENT_METRICS, "every-client",
+                                            {"metrics": "*", "interval.ms": "60000"})], raise_on_unknown=False)
+        assert admin.list_config_resources([ConfigResourceType.CLIENT_METRICS]) == {
+            "client_metrics": ["every-client"]}
+
+        target = str(second_dir.resolve())
+        moved = admin.alter_replica_log_dirs({TopicPartitionReplica(topic, partition, 1): target
+                                              for partition in range(3)})
+        assert set(moved.values()) == {kafka_errors.NoError}
+        assert sorted(path.name for path in second_dir.iterdir() if path.name.startswith(topic)) == [
+            f"{topic}-0", f"{topic}-1", f"{topic}-2"]
+        nowhere = admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 1): str(tmp_path / "elsewhere"),
+                                                TopicPartitionReplica(unique("missing"), 0, 1): target})
+        assert sorted(error.__name__ for error in nowhere.values()) == ["LogDirNotFoundError",
+                                                                        "ReplicaNotAvailableError"]
+    finally:
+        admin.close()

@@ -324,10 +324,15 @@ class BrokerConfig:
     # derived values --------------------------------------------------------------------------
     def data_dir(self) -> Path | None:
         """The data directory (the first of log.dirs, else log.dir); None when log.storage=memory."""
+        dirs = self.log_dirs()
+        return dirs[0] if dirs else None
+
+    def log_dirs(self) -> list[Path]:
+        """Every log directory (log.dirs, else log.dir), without repeats; none when log.storage=memory."""
         if self.get("log.storage") == "memory":
-            return None
-        dirs = self.get_list("log.dirs")
-        return Path(dirs[0] if dirs else self.get_str("log.dir")).expanduser()
+            return []
+        dirs = self.get_list("log.dirs") or [self.get_str("log.dir")]
+        return list(dict.fromkeys(Path(item).expanduser() for item in dirs))
 
     def listeners(self) -> list[Listener]:
         """The listeners to bind, controller listeners left out; only PLAINTEXT is served."""

@@ -200,7 +200,7 @@ BROKER_SECTIONS: tuple[str | ConfigKey, ...] = (
     _K("delete.topic.enable", _B, True, "Allow DeleteTopics."),
     _K("max.request.partition.size.limit", _I, 2000,
        "Most partitions one DescribeTopicPartitions answer lists (the request's limit is capped by it).",
-       at_least=1, inert="DescribeTopicPartitions is not served yet"),
+       at_least=1),
     _K("create.topic.policy.class.name", _CLASS, None, "A class that checks each topic creation.",
        inert=NO_POLICIES),
     _K("alter.config.policy.class.name", _CLASS, None, "A class that checks each config change.",

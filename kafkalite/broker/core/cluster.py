@@ -68,7 +68,8 @@ class Cluster:
         self.flush_on_ack = config.get_bool("log.flush.on.ack")
         self.fetch_max_bytes = config.get_int("fetch.max.bytes")
         self.verify_transactions = config.get_bool("transaction.partition.verification.enable")
-        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()),
+        self.log_dirs: list[Path] = config.log_dirs()
+        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()), extra_dirs=self.log_dirs[1:],
                                       retention_check_interval_ms=config.get_int("log.retention.check.interval.ms"),
                                       initial_task_delay_ms=config.get_int("log.initial.task.delay.ms"))
         self.topics = TopicManager(self.log_manager, config, data_dir)

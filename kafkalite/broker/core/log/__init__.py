@@ -3,8 +3,9 @@
 Modules: ``partition_log`` (``LogConfig``, the ``PartitionLog`` interface, ``SegmentedLog``: the logic
 both engines share), ``segment`` (``LogSegment``), ``index`` (the ``.index`` and ``.timeindex`` files),
 ``disk`` (``DiskLog`` and ``FileSegment``), ``memory`` (``MemoryLog``), ``manager`` (``LogManager``: every
-log of the data directory, checkpoints, periodic work), ``producer_state`` (idempotent and
-transactional producers per partition) and ``txn_index`` (aborted transactions per segment).
+log of the log directories, their checkpoints, periodic work, moves between directories),
+``producer_state`` (idempotent and transactional producers per partition) and ``txn_index``
+(aborted transactions per segment).
 Nothing here knows about topics, groups or the network.
 
 Theory of operation
