@@ -85,7 +85,7 @@ BROKER_SECTIONS: tuple[str | ConfigKey, ...] = (
        "Data directories, comma-separated; partitions are created in the first and found in any of them "
        "at start-up, and AlterReplicaLogDirs moves them between them. Default: log.dir."),
     _K("log.dir", _S, "./data", "The data directory, used when log.dirs is not set.",
-       kafka_default="/tmp/kafka-logs", shipped=True),
+       shipped=True),
     _K("log.storage", _S, "disk",
        "kafkalite: 'disk' keeps Kafka's on-disk layout in log.dirs; 'memory' keeps everything in memory (lost "
        "at exit).",
