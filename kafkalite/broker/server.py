@@ -2,10 +2,12 @@
 
 ``BrokerServer.start`` opens the ``Cluster`` (recovering the data directory), binds every listener
 (port 0 picks a free port), tells the cluster its advertised endpoints with the ports actually bound,
-logs one "listening on ..." line and starts the periodic timer that drives retention, time-based
-rolls and flushes. ``stop`` stops accepting, gives in-flight requests a bounded time to finish,
-closes the connections and closes the cluster cleanly (which writes the clean-shutdown marker).
-``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT for a clean stop, exit status.
+logs one "listening on ..." line and starts the periodic timer (``Cluster.periodic``, every
+second or as the retention settings ask) that drives time-based rolls and flushes, group and
+transaction timers, and retention on Kafka's schedule. ``stop`` stops accepting, gives in-flight
+requests a bounded time to finish, closes the connections and closes the cluster cleanly (which
+writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT
+for a clean stop, exit status.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ __all__ = ["BrokerServer", "run"]
 
 log = logging.getLogger("kafkalite.server")
 
-PERIODIC_INTERVAL_S = 1.0
 STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
 
 
@@ -81,8 +82,7 @@ class BrokerServer:
         if advertised_line != line:
             line += f" (advertised as {advertised_line})"
         log.info("listening on %s", line)
-        interval = min(PERIODIC_INTERVAL_S, self.config.get_int("log.retention.check.interval.ms") / 1000)
-        self._schedule_periodic(loop, interval)
+        self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
 
     def _new_connection(self) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it

@@ -60,7 +60,7 @@ def test_many_partitions_on_a_few_descriptors(tmp_path: Path) -> None:
     """200 partitions, 3 segments each, written and read back and reopened with 8 files open at most."""
     before = open_descriptors()
     config = LogConfig(segment_bytes=len(make_batch(2)) * 2, index_interval_bytes=1)
-    log_manager = LogManager(tmp_path, config, OpenFiles(8))
+    log_manager = LogManager(tmp_path, config, files=OpenFiles(8))
     log_manager.open(now_ms=T0)
     for partition in range(200):
         partition_log = log_manager.create_log("wide", partition, TOPIC_ID, config, now_ms=T0)
@@ -70,7 +70,7 @@ def test_many_partitions_on_a_few_descriptors(tmp_path: Path) -> None:
     log_manager.close()
     assert open_descriptors() == before
 
-    reopened = LogManager(tmp_path, config, OpenFiles(8))
+    reopened = LogManager(tmp_path, config, files=OpenFiles(8))
     reopened.open(now_ms=T0)
     for partition in range(200):
         partition_log = reopened.get_log("wide", partition)
