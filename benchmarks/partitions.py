@@ -101,9 +101,10 @@ def run(topics: int, partitions: int, nofile: int, scratch: Path) -> BrokerProce
         delivered = timed("one record to every partition, acks=all",
                           lambda: produce_everywhere(broker.bootstrap_servers, names, partitions))
         assert delivered == total
+        time.sleep(5)  # the ticks right after the writes flush and checkpoint what they changed
         cpu_before = broker.cpu_seconds()
-        time.sleep(5)
-        idle = (broker.cpu_seconds() - cpu_before) / 5 * 100
+        time.sleep(10)
+        idle = (broker.cpu_seconds() - cpu_before) / 10 * 100
         print(f"{'idle: CPU, open descriptors, RSS':<52} {idle:7.2f} %  {broker.descriptors()} fds  "
               f"{broker.rss_mib():.0f} MiB")
         broker.stop()

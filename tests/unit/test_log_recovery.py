@@ -390,3 +390,30 @@ def test_disk_log_load_of_an_empty_directory_starts_at_the_log_start_offset(tmp_
     assert (partition_log.log_start_offset, partition_log.log_end_offset) == (42, 42)
     assert partition_log.append(make_batch(1), T0).base_offset == 42
     partition_log.close()
+
+
+def test_an_idle_tick_touches_no_log(tmp_path: Path) -> None:
+    """Periodic work follows changes: once written logs are flushed and checkpointed, a tick reads none
+    of them, however many there are; a roll by age still comes when its deadline does."""
+    config = LogConfig(segment_ms=HOUR)
+    log_manager = manager(tmp_path, config)
+    logs = [log_manager.create_log("wide", partition, TOPIC_ID, now_ms=T0) for partition in range(50)]
+    for partition_log in logs:
+        partition_log.append(make_batch(1, timestamp=T0), T0)
+    log_manager.run_periodic(T0 + 1)
+    calls: list[str] = []
+    for partition_log in logs:
+        for name in ("maybe_roll", "flush", "roll_deadline_ms"):
+            original = getattr(partition_log, name)
+            setattr(partition_log, name, lambda *args, _name=name, _original=original, **kwargs:
+                    (calls.append(_name), _original(*args, **kwargs))[1])
+    checkpoint = tmp_path / "recovery-point-offset-checkpoint"
+    written = checkpoint.stat().st_mtime_ns
+    log_manager.run_periodic(T0 + 2)
+    log_manager.run_periodic(T0 + 3)
+    assert calls == []
+    assert checkpoint.stat().st_mtime_ns == written
+    log_manager.run_periodic(T0 + HOUR + 1)  # every active segment is now segment.ms old
+    assert calls.count("maybe_roll") == 50
+    assert all(partition_log.segment_count() == 2 for partition_log in logs)
+    log_manager.close()

@@ -36,11 +36,14 @@ missed period).
 from __future__ import annotations
 
 import base64
+import heapq
 import logging
 import os
 import shutil
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -92,6 +95,14 @@ class LogManager:
         self.had_clean_shutdown = True
         self._dir_of: dict[TopicPartition, Path] = {}  # the log directory of each disk log
         self._checkpointed: dict[Path, tuple[dict[TopicPartition, int], dict[TopicPartition, int]]] = {}
+        # Change-driven periodic work: logs that changed since the last tick, logs with unflushed data,
+        # and the deadlines of rolls by age (a heap, and each log's current deadline).
+        self._changed: set[TopicPartition] = set()
+        self._unflushed: set[TopicPartition] = set()
+        self._roll_queue: list[tuple[int, TopicPartition]] = []
+        self._roll_due: dict[TopicPartition, int] = {}
+        self._checkpointed_offsets: dict[TopicPartition, tuple[int, int]] = {}
+        self._stale_dirs: set[Path] = set()  # directories whose checkpoints list a deleted log
 
     # --- opening -----------------------------------------------------------------------------------
 
@@ -155,7 +166,7 @@ class LogManager:
                 log.warning("%s is also in %s; keeping that one", directory, self._dir_of[topic_partition])
                 continue
             topic, _ = topic_partition
-            self.logs[topic_partition] = DiskLog.load(
+            self._register(topic_partition, DiskLog.load(
                 directory,
                 configs.get(topic, self.default_config),
                 recovery_point=recovery_points.get(topic_partition, 0),
@@ -163,7 +174,7 @@ class LogManager:
                 clean_shutdown=clean_shutdown,
                 now_ms=now,
                 files=self.files,
-            )
+            ))
             self._dir_of[topic_partition] = root
             self._note_topic_id(topic, directory)
         return clean_shutdown
@@ -184,8 +195,8 @@ class LogManager:
         topic, partition = topic_partition
         final = future.parent / f"{topic}-{partition}"
         os.replace(future, final)
-        self.logs[topic_partition] = DiskLog.load(final, configs.get(topic, self.default_config),
-                                                  clean_shutdown=False, now_ms=now, files=self.files)
+        self._register(topic_partition, DiskLog.load(final, configs.get(topic, self.default_config),
+                                                  clean_shutdown=False, now_ms=now, files=self.files))
         self._dir_of[topic_partition] = future.parent
         self._note_topic_id(topic, final)
         log.info("completed the move of %s-%d to %s", topic, partition, future.parent)
@@ -215,15 +226,18 @@ class LogManager:
         if self.data_dir is None:
             partition_log = MemoryLog(f"{topic}-{partition}", config, now_ms)
         else:
-            root = min(self.log_dirs, key=lambda candidate: sum(1 for where in self._dir_of.values()
-                                                                 if where == candidate))
+            if len(self.log_dirs) == 1:
+                root = self.log_dirs[0]
+            else:
+                counts = Counter(self._dir_of.values())
+                root = min(self.log_dirs, key=lambda candidate: counts[candidate])
             directory = root / f"{topic}-{partition}"
             if directory.exists():
                 raise LogError(f"{directory} exists but was not loaded")
             partition_log = DiskLog.create(directory, config, now_ms, self.files)
             _write_partition_metadata(directory, topic_id)
             self._dir_of[key] = root
-        self.logs[key] = partition_log
+        self._register(key, partition_log)
         self.topic_ids[topic] = topic_id
         return partition_log
 
@@ -258,9 +272,9 @@ class LogManager:
         except OSError:
             # The copy failed (a full disk...): drop it and keep serving the log where it was.
             shutil.rmtree(future, ignore_errors=True)
-            self.logs[key] = DiskLog.load(source / name, config, log_start_offset=log_start_offset,
+            self._register(key, DiskLog.load(source / name, config, log_start_offset=log_start_offset,
                                           clean_shutdown=True, now_ms=wall_clock_ms() if now_ms is None else now_ms,
-                                          files=self.files)
+                                          files=self.files))
             raise
         doomed = source / f"{name}.{token}{_DELETE_SUFFIX}"
         os.replace(source / name, doomed)
@@ -270,7 +284,7 @@ class LogManager:
         shutil.rmtree(doomed, ignore_errors=True)
         moved = DiskLog.load(target / name, config, log_start_offset=log_start_offset, clean_shutdown=True,
                              now_ms=wall_clock_ms() if now_ms is None else now_ms, files=self.files)
-        self.logs[key] = moved
+        self._register(key, moved)
         self._dir_of[key] = target
         self.checkpoint(force=True)
         log.info("moved %s from %s to %s", name, source, target)
@@ -287,7 +301,10 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> None:
         """Remove the log and its files; the topic id is forgotten with the topic's last partition."""
         partition_log = self.logs.pop((topic, partition), None)
-        self._dir_of.pop((topic, partition), None)
+        root = self._dir_of.pop((topic, partition), None)
+        if root is not None:
+            self._stale_dirs.add(root)
+        self._checkpointed_offsets.pop((topic, partition), None)
         if partition_log is not None:
             partition_log.delete()
         if not self.logs_for_topic(topic):
@@ -295,36 +312,91 @@ class LogManager:
 
     # --- periodic work and durability --------------------------------------------------------------
 
+    def _register(self, key: TopicPartition, partition_log: PartitionLog) -> None:
+        """Keep ``partition_log`` as the log of ``key``; it tells the manager when it changes."""
+        self.logs[key] = partition_log
+        partition_log.on_change = partial(self._changed.add, key)
+        self._changed.add(key)
+
     def run_periodic(self, now_ms: int) -> int:
         """Retention when its check is due, segment.ms rolls, fsync of rolled segments, flush.ms;
-        checkpoint if anything moved. Returns the number of segments retention deleted."""
+        checkpoint if anything moved. Returns the number of segments retention deleted.
+
+        Only what changed or falls due is touched: logs report their changes (``on_change``), rolls
+        by age wait in a deadline queue, and only logs with unflushed data are revisited, so an idle
+        broker's tick costs nothing however many partitions it holds.
+        """
         deleted = 0
         due = self.next_retention_check_ms
         if due is not None and now_ms >= due:
             # At a fixed rate from the first check, as Kafka's scheduler runs it.
             interval = self.retention_check_interval_ms
             self.next_retention_check_ms = due + interval * ((now_ms - due) // interval + 1)
-            for partition_log in self.logs.values():
-                deleted += partition_log.enforce_retention(now_ms)
-        for partition_log in self.logs.values():
-            partition_log.maybe_roll(now_ms)
-            active_base = partition_log.active_segment_base_offset
-            if partition_log.recovery_point < active_base:
-                partition_log.flush(now_ms, up_to_offset=active_base)
-            flush_ms = partition_log.config.flush_ms
-            if (
-                flush_ms is not None
-                and partition_log.recovery_point < partition_log.log_end_offset
-                and now_ms - partition_log.last_flush_ms >= flush_ms
-            ):
-                partition_log.flush(now_ms)
-        self.checkpoint()
+            for every_log in self.logs.values():
+                deleted += every_log.enforce_retention(now_ms)
+        changed = set(self._changed)  # a copy: logs hold this set's add (see _register)
+        self._changed.clear()
+        while self._roll_queue and self._roll_queue[0][0] <= now_ms:
+            _, key = heapq.heappop(self._roll_queue)
+            aging = self.logs.get(key)
+            if aging is not None and self._roll_due.pop(key, None) is not None:
+                aging.maybe_roll(now_ms)
+                changed.add(key)
+        changed |= self._changed  # what the rolls above changed
+        self._changed.clear()
+        for key in changed:
+            touched = self.logs.get(key)
+            if touched is None:
+                continue
+            deadline = touched.roll_deadline_ms()
+            if deadline is not None and self._roll_due.get(key) != deadline:
+                self._roll_due[key] = deadline
+                heapq.heappush(self._roll_queue, (deadline, key))
+            self._unflushed.add(key)
+        for key in list(self._unflushed):
+            unflushed = self.logs.get(key)
+            if unflushed is None or not self._flush_due(unflushed, now_ms):
+                self._unflushed.discard(key)
+        changed |= self._changed  # the flushes above moved recovery points
+        self._changed.clear()
+        self.checkpoint(changed=changed)
         return deleted
 
-    def checkpoint(self, *, force: bool = False) -> None:
-        """Write each log directory's recovery-point and log-start-offset checkpoints (only if they
-        changed, unless forced)."""
+    def _flush_due(self, partition_log: PartitionLog, now_ms: int) -> bool:
+        """Fsync what is due (rolled segments; flush.ms); whether the log still has something pending."""
+        active_base = partition_log.active_segment_base_offset
+        if partition_log.recovery_point < active_base:
+            partition_log.flush(now_ms, up_to_offset=active_base)
+        flush_ms = partition_log.config.flush_ms
+        if flush_ms is None:
+            return False
+        if partition_log.recovery_point >= partition_log.log_end_offset:
+            return False
+        if now_ms - partition_log.last_flush_ms >= flush_ms:
+            partition_log.flush(now_ms)
+            return False
+        return True
+
+    def checkpoint(self, *, force: bool = False, changed: set[TopicPartition] | None = None) -> None:
+        """Write each log directory's recovery-point and log-start-offset checkpoints: all of them when
+        ``force``d, else those of the directories where a log in ``changed`` (default: any) moved."""
+        if changed is not None and not force:
+            roots = set(self._stale_dirs)
+            for key in changed:
+                partition_log = self.logs.get(key)
+                current = None if partition_log is None else (partition_log.recovery_point,
+                                                             partition_log.log_start_offset)
+                if self._checkpointed_offsets.get(key) != current:
+                    root = self._dir_of.get(key)
+                    if root is not None:
+                        roots.add(root)
+            if not roots:
+                return
+        else:
+            roots = set(self.log_dirs)
         for root in self.log_dirs:
+            if root not in roots:
+                continue
             here = [key for key, where in self._dir_of.items() if where == root]
             recovery_points = {key: self.logs[key].recovery_point for key in here}
             log_start_offsets = {key: self.logs[key].log_start_offset for key in here}
@@ -333,6 +405,9 @@ class LogManager:
             write_offset_checkpoint(root / RECOVERY_POINT_CHECKPOINT, recovery_points)
             write_offset_checkpoint(root / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
             self._checkpointed[root] = (recovery_points, log_start_offsets)
+            self._stale_dirs.discard(root)
+            for key in here:
+                self._checkpointed_offsets[key] = (recovery_points[key], log_start_offsets[key])
 
     def close(self, clean: bool = True) -> None:
         """Close every log. ``clean``: flush each, checkpoint, then write the clean-shutdown marker."""

@@ -181,6 +181,7 @@ class PartitionLog(Protocol):
     """What the broker needs from one partition's log, whatever stores it. Call it from the event loop only."""
 
     config: LogConfig
+    on_change: Callable[[], None] | None  # told of every append, roll, flush and deletion (the log manager)
 
     @property
     def directory(self) -> Path | None:
@@ -213,6 +214,7 @@ class PartitionLog(Protocol):
     def size_bytes(self) -> int: ...
     def segment_count(self) -> int: ...
     def segment_base_offsets(self) -> list[int]: ...
+    def roll_deadline_ms(self) -> int | None: ...
     def close(self, *, flush: bool = False) -> None: ...
     def delete(self) -> None: ...
 
@@ -236,6 +238,7 @@ class SegmentedLog(ABC):
         self._recovery_point = 0
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
+        self.on_change: Callable[[], None] | None = None
 
     # --- subclass hooks ----------------------------------------------------------------------------
 
@@ -307,6 +310,8 @@ class SegmentedLog(ABC):
         flush_messages = self.config.flush_messages
         if flush_messages is not None and self._unflushed_messages >= flush_messages:
             self.flush(now_ms)
+        if self.on_change is not None:
+            self.on_change()
         return AppendResult(base_offset, record_batch.last_offset, active.base_offset, position)
 
     def _roll_before_append(self, batch: RecordBatch, now_ms: int) -> None:
@@ -338,6 +343,13 @@ class SegmentedLog(ABC):
             return True
         return False
 
+    def roll_deadline_ms(self) -> int | None:
+        """When ``maybe_roll`` will roll the active segment for its age (None while it is empty)."""
+        active = self._segments[-1]
+        if active.size == 0 or active.first_append_ms is None:
+            return None
+        return active.first_append_ms + self.config.segment_ms + 1
+
     def _roll(self, now_ms: int) -> None:
         active = self._segments[-1]
         if active.size == 0:
@@ -345,6 +357,8 @@ class SegmentedLog(ABC):
         active.on_roll()
         self._add_segment(self._new_segment(active.next_offset, now_ms))
         log.debug("Rolled %s at offset %d", self.name, active.next_offset)
+        if self.on_change is not None:
+            self.on_change()
 
     # --- reading -----------------------------------------------------------------------------------
 
@@ -422,6 +436,8 @@ class SegmentedLog(ABC):
                 break
             count += 1
         self._delete_oldest(count, wall_clock_ms() if now_ms is None else now_ms)
+        if self.on_change is not None:
+            self.on_change()
 
     def enforce_retention(self, now_ms: int, high_watermark: int | None = None) -> int:
         """Delete whole segments past ``retention.ms`` or ``retention.bytes``; return how many went.
@@ -483,6 +499,8 @@ class SegmentedLog(ABC):
             segment.delete()
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         self._recovery_point = max(self._recovery_point, self._segments[0].base_offset)
+        if self.on_change is not None:
+            self.on_change()
 
     # --- durability --------------------------------------------------------------------------------
 
@@ -514,6 +532,8 @@ class SegmentedLog(ABC):
         self._recovery_point = max(self._recovery_point, pending.target)
         self._unflushed_messages = max(self._unflushed_messages - pending.messages, 0)
         self._last_flush_ms = wall_clock_ms() if now_ms is None else now_ms
+        if self.on_change is not None:
+            self.on_change()
 
     def close(self, *, flush: bool = False) -> None:
         """Write the active segment's final time index entry and release files; with ``flush``, fsync
