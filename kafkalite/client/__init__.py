@@ -10,6 +10,15 @@ picture), ``network`` (connections, metadata refresh, coordinators), ``producer/
 partitioner, sender, transactions), ``admin``, ``sync`` and ``errors``.
 """
 
+from kafkalite.client.admin import Admin
+from kafkalite.client.admin_types import (
+    AlterConfigOp,
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    OffsetAndMetadata,
+    OffsetSpec,
+)
 from kafkalite.client.config import ConfigError
 from kafkalite.client.errors import (
     ClientClosedError,
@@ -27,6 +36,13 @@ from kafkalite.client.producer.producer import Producer, RecordFuture, RecordMet
 from kafkalite.client.producer.transactions import ConsumerGroupMetadata
 
 __all__ = [
+    "Admin",
+    "AlterConfigOp",
+    "ConfigResource",
+    "ConfigResourceType",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetSpec",
     "ClientClosedError",
     "ConfigError",
     "ConsumerGroupMetadata",

@@ -28,7 +28,7 @@ import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kafkalite.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 from kafkalite.protocol.errors import ErrorCode
@@ -237,8 +237,7 @@ class BrokerConnection(asyncio.Protocol):
     # --- asyncio.Protocol --------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -249,7 +248,7 @@ class BrokerConnection(asyncio.Protocol):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
             except OSError:  # pragma: no cover - best effort
                 pass
-        transport.set_write_buffer_limits(high=4 << 20)
+        self._transport.set_write_buffer_limits(high=4 << 20)
 
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer
