@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import functools
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
@@ -84,6 +85,7 @@ class Producer:
             collections.deque())
         self._queue_lock = threading.Lock()
         self._drain_scheduled = False
+        self._waiting: dict[Any, list[tuple[RecordFuture, concurrent.futures.Future[RecordMetadata]]]] = {}
         self._runner.run(self._producer.start())
 
     @property
@@ -130,8 +132,13 @@ class Producer:
                     continue
                 if record_future.done():
                     _copy_outcome(record_future, target)
-                else:
-                    self._watch(record_future, target)
+                    continue
+                batch = record_future.batch
+                waiting = self._waiting.get(batch)
+                if waiting is None:  # one callback per batch, not per record
+                    waiting = self._waiting[batch] = []
+                    batch.future.add_done_callback(functools.partial(self._settle, batch))
+                waiting.append((record_future, target))
 
     def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                       headers: Headers | None = None, timestamp: int | None = None,
@@ -150,6 +157,10 @@ class Producer:
             self._runner.loop.call_soon_threadsafe(self._watch, record_future, target)
             results.append(target)
         return results
+
+    def _settle(self, batch: Any, _: Any = None) -> None:
+        for record_future, target in self._waiting.pop(batch, ()):
+            _copy_outcome(record_future, target)
 
     @staticmethod
     def _watch(record_future: RecordFuture, target: concurrent.futures.Future[RecordMetadata]) -> None:

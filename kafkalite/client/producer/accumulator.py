@@ -251,16 +251,23 @@ class RecordAccumulator:
     def append(self, topic_partition: TopicPartition, timestamp: int, key: bytes | None, value: bytes | None,
                headers: Sequence[tuple[str, bytes | None]] | None) -> RecordFuture | None:
         """Append to the partition's open batch; ``None`` when a new batch is needed (see :meth:`new_batch`)."""
-        queue = self.batches.get(topic_partition)
+        return self.append_to(self.batches.get(topic_partition), timestamp, key, value, headers)
+
+    def append_to(self, queue: collections.deque[ProducerBatch] | None, timestamp: int, key: bytes | None,
+                  value: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None) -> RecordFuture | None:
+        """:meth:`append` given the partition's deque (the producer keeps them at hand: no hashing per record)."""
         if queue:
             batch = queue[-1]
             writer = batch.writer
             if writer is not None and not batch.is_full:
-                size = len(writer.buffer)
-                if size + estimate_record_size(key, value, headers) <= self.batch_size or batch.records_count == 0:
+                size = len(writer.buffer) + 21 + (len(key) if key is not None else 0) + (
+                    len(value) if value is not None else 0)
+                if headers:
+                    size = len(writer.buffer) + estimate_record_size(key, value, headers)
+                if size <= self.batch_size or batch.records_count == 0:
                     offset_delta = writer.append(timestamp, key, value, headers)
                     batch.records_count = offset_delta + 1
-                    if len(writer.buffer) >= self.batch_size:
+                    if size >= self.batch_size:
                         batch.is_full = True
                     return RecordFuture(batch, offset_delta, timestamp)
                 batch.is_full = True

@@ -19,6 +19,7 @@ Transactions: :meth:`Producer.init_transactions` once, then ``begin_transaction(
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
@@ -34,9 +35,9 @@ from kafkalite.client.errors import (
     TransactionAbortableError,
     TransactionStateError,
 )
-from kafkalite.client.metadata import TopicPartition
+from kafkalite.client.metadata import ClusterMetadata, TopicPartition
 from kafkalite.client.network import NetworkClient, monotonic_ms
-from kafkalite.client.producer.accumulator import RecordAccumulator, RecordFuture, RecordMetadata
+from kafkalite.client.producer.accumulator import ProducerBatch, RecordAccumulator, RecordFuture, RecordMetadata
 from kafkalite.client.producer.partitioner import Partitioner
 from kafkalite.client.producer.sender import Sender
 from kafkalite.client.producer.transactions import ConsumerGroupMetadata, TransactionManager, TransactionState
@@ -48,6 +49,8 @@ __all__ = ["Producer", "RecordFuture", "RecordMetadata"]
 log = logging.getLogger("kafkalite.client")
 
 Headers = Mapping[str, Any] | Iterable[tuple[str, Any]]
+# A topic's partitions, their accumulator deques, and the metadata version they were read at.
+_TopicEntry = tuple[list[TopicPartition], list[collections.deque[ProducerBatch]], int]
 _BYTES_TYPES = (bytes, bytearray, memoryview)
 
 
@@ -110,7 +113,9 @@ class Producer:
         self._sender: Sender | None = None
         self._transactions: TransactionManager | None = None
         self._sender_task: asyncio.Task[None] | None = None
-        self._topic_partitions: dict[str, list[TopicPartition]] = {}
+        self._topics: dict[str, _TopicEntry] = {}
+        self._metadata: ClusterMetadata | None = None
+        self._transactional = config_.transactional_id is not None
         self._start_lock: asyncio.Lock | None = None
         self._closed = False
         self._max_record_size = min(config_.max_request_size, config_.buffer_memory)
@@ -140,6 +145,7 @@ class Producer:
                 client, transactional_id=config.transactional_id, transaction_timeout_ms=config.transaction_timeout_ms,
                 max_block_ms=config.max_block_ms, retry_backoff_ms=config.retry_backoff_ms, idempotent=self.idempotent)
             self._client, self._accumulator, self._transactions = client, accumulator, transactions
+            self._metadata = client.metadata
             self._sender = Sender(client, accumulator, transactions, config)
             self._sender_task = loop.create_task(self._sender.run())
 
@@ -216,17 +222,23 @@ class Producer:
         return list(range(count))
 
     async def _topic_partitions_for(self, topic: str) -> list[TopicPartition]:
-        client = self._client
-        assert client is not None
+        return (await self._topic_entry(topic))[0]
+
+    async def _topic_entry(self, topic: str) -> _TopicEntry:
+        """The topic's partitions and their accumulator deques, as of the current metadata."""
+        client, accumulator = self._client, self._accumulator
+        assert client is not None and accumulator is not None
         count = client.metadata.partition_count(topic)
         if count is None:
             if not isinstance(topic, str) or not topic:
                 raise TypeError(f"the topic must be a non-empty str, not {topic!r}")
             count = await client.wait_for_topic(topic, self.config.max_block_ms)
-        known = self._topic_partitions.get(topic)
-        if known is None or len(known) != count:
-            known = self._topic_partitions[topic] = [TopicPartition(topic, index) for index in range(count)]
-        return known
+        entry = self._topics.get(topic)
+        if entry is None or len(entry[0]) != count:
+            partitions = [TopicPartition(topic, index) for index in range(count)]
+            entry = (partitions, [accumulator.deque_for(partition) for partition in partitions], 0)
+        entry = self._topics[topic] = (entry[0], entry[1], client.metadata.version)
+        return entry
 
     async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                    headers: Headers | None = None, timestamp: int | None = None) -> RecordFuture:
@@ -237,9 +249,8 @@ class Producer:
         """
         if self._sender_task is None or self._closed:
             await self._ensure_started()
-        transactions = self._transactions
-        if transactions is not None and transactions.transactional_id is not None:
-            transactions.check_can_send()
+        if self._transactional:
+            self._transactions.check_can_send()  # type: ignore[union-attr]
         if self._key_serializer is not None:
             key = self._key_serializer(key) if key is not None else None
         if self._value_serializer is not None:
@@ -255,9 +266,10 @@ class Producer:
             if isinstance(timestamp, bool) or not isinstance(timestamp, int):
                 raise TypeError(f"the timestamp must be an int (ms since the epoch), not {type(timestamp).__name__}")
             timestamp = int(timestamp)
-        partitions = self._topic_partitions.get(topic)
-        if partitions is None or self._client.metadata.partition_count(topic) != len(partitions):  # type: ignore[union-attr]
-            partitions = await self._topic_partitions_for(topic)
+        entry = self._topics.get(topic)
+        if entry is None or entry[2] != self._metadata.version:  # type: ignore[union-attr]
+            entry = await self._topic_entry(topic)
+        partitions, queues, _ = entry
         count = len(partitions)
         partitioner = self._partitioner
         if partition is None:
@@ -270,13 +282,12 @@ class Producer:
                                  f"partition {partition} is not in the range [0, {count}) of topic {topic!r}")
             index = partition
         accumulator = self._accumulator
-        assert accumulator is not None
-        future = accumulator.append(partitions[index], timestamp, key, value, header_list)
+        future = accumulator.append_to(queues[index], timestamp, key, value, header_list)  # type: ignore[union-attr]
         if future is not None:
             return future
         if partition is None and partitioner.uses_sticky(key):
-            index = partitioner.next_sticky(topic, index, count, self._client.metadata.available_partitions(topic))  # type: ignore[union-attr]
-            future = accumulator.append(partitions[index], timestamp, key, value, header_list)
+            index = partitioner.next_sticky(topic, index, count, self._metadata.available_partitions(topic))  # type: ignore[union-attr]
+            future = accumulator.append_to(queues[index], timestamp, key, value, header_list)  # type: ignore[union-attr]
             if future is not None:
                 return future
         return await self._append_new_batch(partitions[index], timestamp, key, value, header_list)
