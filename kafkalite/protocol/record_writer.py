@@ -215,7 +215,7 @@ class RecordBatchWriter:
         """Write the header (compressing the records first if asked) and return the batch's bytes."""
         if self.records_count == 0:
             raise ValueError("a record batch needs at least one record")
-        if compression is Compression.NONE:
+        if compression == Compression.NONE:
             batch = self.buffer
         else:
             payload = compress(compression, memoryview(self.buffer)[_HEADER_SIZE:], level=compression_level)

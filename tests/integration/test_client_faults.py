@@ -275,3 +275,21 @@ def test_wrong_types_given_to_send_are_type_errors(broker: Any, arguments: dict[
                 await producer.send(None, b"v")  # type: ignore[arg-type]
 
     asyncio.run(scenario())
+
+
+def test_a_broker_that_lost_the_producer_state(fresh_broker: Any) -> None:
+    """An in-memory broker restarts empty, topic and producer state gone: the idempotent producer
+    reconnects, the topic is created again, and the next records arrive in order (a broker without
+    state for a producer takes any sequence, as Kafka does since KIP-360; the sequence errors the
+    producer answers with an epoch bump are covered in tests/unit/test_client_sender.py)."""
+    broker = fresh_broker("--memory")
+    with blocking.Producer(bootstrap_servers=broker.bootstrap, linger_ms=1, reconnect_backoff_max_ms=200) as producer:
+        for index in range(20):
+            producer.send("lost-state", f"before-{index}".encode(), partition=0)
+        producer.flush()
+        broker.restart()
+        futures = [producer.send("lost-state", f"after-{index}".encode(), partition=0) for index in range(20)]
+        results = [future.result(TIMEOUT_S) for future in futures]
+    assert [result.offset for result in results] == list(range(20))  # a fresh log, in order
+    stored = read_all(broker.bootstrap, "lost-state", 20)
+    assert [stored[(0, offset)] for offset in range(20)] == [f"after-{index}".encode() for index in range(20)]
