@@ -171,7 +171,6 @@ class ClusterMetadata:
         topics: dict[str, TopicInfo] = {}
         if requested is not None:  # keep what we knew of topics not asked for this time
             topics = {name: info for name, info in self.topics.items() if name not in requested}
-        any_error = False
         for topic in response.topics:
             if topic.name is None:
                 continue
@@ -182,25 +181,24 @@ class ClusterMetadata:
                 for partition in sorted(topic.partitions, key=lambda item: item.partition_index):
                     leader = partition.leader_id
                     epoch = partition.leader_epoch
-                    if previous is not None and partition.partition_index < len(previous.partitions):
+                    if (previous is not None and previous.topic_id == topic.topic_id
+                            and partition.partition_index < len(previous.partitions)):
                         known = previous.partitions[partition.partition_index]
                         if epoch >= 0 and known.leader_epoch > epoch:  # an older answer: keep the newer leader
                             leader, epoch = known.leader, known.leader_epoch
                     partition_error = ErrorCode.from_code(partition.error_code)
-                    if partition_error is not ErrorCode.NONE:
-                        any_error = True
                     partitions.append(PartitionInfo(partition.partition_index, leader, epoch,
                                                     tuple(partition.replica_nodes), tuple(partition.isr_nodes),
                                                     tuple(partition.offline_replicas), partition_error))
-            else:
-                any_error = True
             topics[topic.name] = TopicInfo(topic.name, topic.topic_id, error, topic.is_internal, tuple(partitions))
         self.topics = topics
         self._leaders = {TopicPartition(info.name, item.partition): item.leader
                          for info in topics.values() for item in info.partitions}
         self.last_refresh_ms = now_ms
         self.last_attempt_ms = now_ms
-        self.update_requested = any_error and bool(self.interesting_topics)
+        # Partitions still without a leader are asked for again by whoever needs them (the sender,
+        # wait_for_topic), not here: a deleted topic must not keep the client polling.
+        self.update_requested = False
         self.version += 1
 
     def forget_topics(self, topics: Iterable[str]) -> None:

@@ -163,3 +163,20 @@ def test_async_producer_send_many_and_flush(broker: Any) -> None:
             assert sum(result.offset for result in ends.values()) == 5001
 
     asyncio.run(scenario())
+
+
+def test_acks_zero_and_the_blocking_facade(broker: Any) -> None:
+    topic = fresh_topic(broker.bootstrap, partitions=1)
+    with blocking.Producer(bootstrap_servers=broker.bootstrap, acks=0) as producer:
+        results = [future.result(TIMEOUT_S) for future in [producer.send(topic, b"fire") for _ in range(20)]]
+        assert {result.offset for result in results} == {-1}  # acks=0: the producer never learns offsets
+    with blocking.Producer(bootstrap_servers=broker.bootstrap) as producer:
+        assert producer.send_and_wait(topic, b"confirmed").offset == 20
+        bad = producer.send(topic, 42)  # the error of the send itself comes through its future
+        with pytest.raises(TypeError, match="value"):
+            bad.result(TIMEOUT_S)
+        batches = producer.send_many(topic, [b"a", b"b", b"c"])
+        producer.flush()
+        assert batches[0].result(TIMEOUT_S).offset == 21
+        assert producer.partitions_for(topic) == [0]
+    assert len(read_confluent(broker.bootstrap, topic, 24, partitions=1)) == 24

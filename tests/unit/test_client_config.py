@@ -68,3 +68,13 @@ def test_partitioner_names() -> None:
     assert parse_config(ProducerConfig, {"partitioner.class": "murmur2_random"}).partitioner_class == "sticky"
     with pytest.raises(ConfigError, match="partitioner"):
         parse_config(ProducerConfig, {"partitioner.class": "random-ish"})
+
+
+def test_reconnect_backoff_grows_exponentially_with_jitter() -> None:
+    from kafkalite.client.network import NetworkClient
+
+    client = NetworkClient(parse_config(ProducerConfig, reconnect_backoff_ms=50, reconnect_backoff_max_ms=1000))
+    for failures, base in [(0, 50), (1, 100), (3, 400), (10, 1000)]:
+        delays = [client._backoff_ms(failures) for _ in range(200)]
+        assert all(0.8 * base <= delay <= 1.2 * base for delay in delays)
+        assert len(set(delays)) > 1  # jitter: clients do not retry in step
