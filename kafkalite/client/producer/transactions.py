@@ -445,7 +445,8 @@ class TransactionManager:
             try:
                 node_id = await self.client.coordinator(COORDINATOR_TRANSACTION, self.transactional_id,
                                                         self._left(deadline))
-                response = await self.client.send(node_id, build())
+                # EndTxn v5 is transactions V2 (KIP-890 part 2): epochs bump on every commit. Not yet here.
+                response = await self.client.send(node_id, build(), max_version=4 if what == "EndTxn" else None)
             except KafkaError as exc:
                 if not exc.retriable:
                     raise
