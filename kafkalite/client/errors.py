@@ -103,6 +103,4 @@ def error_for(code: int, message: str | None = None, context: str = "") -> Kafka
         return ProducerFencedError(error_code, text)
     if error_code is ErrorCode.TRANSACTION_ABORTABLE:
         return TransactionAbortableError(error_code, text)
-    if error_code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
-        return KafkaError(error_code, text)
     return KafkaError(error_code, text)

@@ -429,7 +429,7 @@ class Producer:
         if transactions.state is TransactionState.ABORTABLE_ERROR:
             transactions.check_can_send()
         if transactions.state is not TransactionState.COMMITTING:
-            transactions._require(TransactionState.IN_TRANSACTION, action="commit_transaction")
+            transactions.require_state(TransactionState.IN_TRANSACTION, action="commit_transaction")
             transactions.state = TransactionState.COMMITTING
         deadline = monotonic_ms() + self.config.max_block_ms
         try:
@@ -452,7 +452,7 @@ class Producer:
         """Drop the records not yet sent, wait for those in flight, and abort the transaction."""
         await self._ensure_started()
         transactions = self._transaction_manager()
-        transactions._require(TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR,
+        transactions.require_state(TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR,
                               TransactionState.ABORTING, TransactionState.COMMITTING, action="abort_transaction")
         transactions.state = TransactionState.ABORTING
         accumulator, sender = self._accumulator, self._sender

@@ -253,7 +253,7 @@ class TransactionManager:
 
     # --- transaction state -----------------------------------------------------------------------------
 
-    def _require(self, *states: TransactionState, action: str) -> None:
+    def require_state(self, *states: TransactionState, action: str) -> None:
         if self.transactional_id is None:
             raise TransactionStateError(f"cannot {action}: the producer has no transactional.id")
         if self.state is TransactionState.FATAL_ERROR:
@@ -262,7 +262,7 @@ class TransactionManager:
             raise TransactionStateError(f"cannot {action} in state {self.state.value}")
 
     async def init_transactions(self) -> None:
-        self._require(TransactionState.UNINITIALIZED, TransactionState.INITIALIZING, action="init_transactions")
+        self.require_state(TransactionState.UNINITIALIZED, TransactionState.INITIALIZING, action="init_transactions")
         self.state = TransactionState.INITIALIZING
         await self.init_producer_id()
         self.next_sequence.clear()
@@ -270,7 +270,7 @@ class TransactionManager:
         self.state = TransactionState.READY
 
     def begin_transaction(self) -> None:
-        self._require(TransactionState.READY, action="begin_transaction")
+        self.require_state(TransactionState.READY, action="begin_transaction")
         self.partitions_in_transaction.clear()
         self.pending_partitions.clear()
         self.state = TransactionState.IN_TRANSACTION
@@ -371,7 +371,7 @@ class TransactionManager:
 
     async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int],
                                           group: ConsumerGroupMetadata) -> None:
-        self._require(TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR,
+        self.require_state(TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR,
                       action="send_offsets_to_transaction")
         if self.state is TransactionState.ABORTABLE_ERROR:
             self.check_can_send()
