@@ -33,7 +33,7 @@ class Partitioner:
         self.kind = "custom" if callable(kind) else kind
         self.ignore_keys = ignore_keys
         self._random = rng or random.Random()
-        self._sticky: dict[str, int] = {}
+        self.sticky: dict[str, int] = {}  # topic -> its current sticky partition (only kept for "sticky")
         self._counters: dict[str, int] = {}
 
     def partition(self, topic: str, key: bytes | None, partition_count: int,
@@ -52,10 +52,10 @@ class Partitioner:
             if available:
                 return available[counter % len(available)]
             return counter % partition_count
-        partition = self._sticky.get(topic)
+        partition = self.sticky.get(topic)
         if partition is None or partition >= partition_count:
             partition = self._choose(partition_count, available, None)
-            self._sticky[topic] = partition
+            self.sticky[topic] = partition
         return partition
 
     def uses_sticky(self, key: bytes | None) -> bool:
@@ -64,11 +64,11 @@ class Partitioner:
 
     def next_sticky(self, topic: str, previous: int, partition_count: int, available: Sequence[int] = ()) -> int:
         """A batch for the sticky partition is complete: switch to another one (KIP-480)."""
-        current = self._sticky.get(topic)
+        current = self.sticky.get(topic)
         if current is not None and current != previous:
             return current  # already switched by another record
         partition = self._choose(partition_count, available, previous)
-        self._sticky[topic] = partition
+        self.sticky[topic] = partition
         return partition
 
     def _choose(self, partition_count: int, available: Sequence[int], previous: int | None) -> int:

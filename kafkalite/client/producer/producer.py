@@ -47,6 +47,7 @@ from kafkalite.protocol.record_writer import estimate_record_size
 __all__ = ["Producer", "RecordFuture", "RecordMetadata"]
 
 log = logging.getLogger("kafkalite.client")
+_time_ns = time.time_ns
 
 Headers = Mapping[str, Any] | Iterable[tuple[str, Any]]
 # A topic's partitions, their accumulator deques, and the metadata version they were read at.
@@ -261,7 +262,7 @@ class Producer:
             value = _to_bytes("value", value)
         header_list = _normalize_headers(headers) if headers else None
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            timestamp = _time_ns() // 1_000_000
         elif type(timestamp) is not int:
             if isinstance(timestamp, bool) or not isinstance(timestamp, int):
                 raise TypeError(f"the timestamp must be an int (ms since the epoch), not {type(timestamp).__name__}")
@@ -273,7 +274,8 @@ class Producer:
         count = len(partitions)
         partitioner = self._partitioner
         if partition is None:
-            index = partitioner.partition(topic, key, count, ())
+            sticky = partitioner.sticky.get(topic) if key is None else None
+            index = sticky if sticky is not None and sticky < count else partitioner.partition(topic, key, count, ())
         else:
             if type(partition) is not int:
                 raise TypeError(f"the partition must be an int, not {type(partition).__name__}")
