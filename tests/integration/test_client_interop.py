@@ -180,3 +180,22 @@ def test_acks_zero_and_the_blocking_facade(broker: Any) -> None:
         assert batches[0].result(TIMEOUT_S).offset == 21
         assert producer.partitions_for(topic) == [0]
     assert len(read_confluent(broker.bootstrap, topic, 24, partitions=1)) == 24
+
+
+def test_send_many_while_the_sender_drains_every_batch_at_once(broker: Any) -> None:
+    """Tiny batches and no linger: the sender takes batches while send_many still fills others."""
+    async def scenario() -> None:
+        async with Admin(bootstrap_servers=broker.bootstrap) as admin:
+            topic = f"client-drain-{uuid.uuid4().hex[:8]}"
+            (await admin.create_topics([NewTopic(topic, 3)]))[topic].raise_for_error()
+            async with Producer(bootstrap_servers=broker.bootstrap, batch_size=300, linger_ms=0) as producer:
+                futures = []
+                for round_number in range(5):
+                    futures += await producer.send_many(topic, [f"{round_number}-{index}".encode() * 3
+                                                                for index in range(600)])
+                await producer.flush()
+                assert all(future.done() and future.exception() is None for future in futures)
+            ends = await admin.list_offsets({TopicPartition(topic, index): -1 for index in range(3)})
+            assert sum(result.offset for result in ends.values()) == 3000
+
+    asyncio.run(scenario())

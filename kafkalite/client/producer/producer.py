@@ -322,6 +322,9 @@ class Producer:
         future = accumulator.append(topic_partition, timestamp, key, value, headers)
         assert future is not None
         sender.wakeup()
+        # Let the sender run once per batch: a caller sending in a tight loop never yields otherwise,
+        # and full batches would wait for the end of its loop instead of going out while it goes on.
+        await asyncio.sleep(0)
         return future
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
@@ -358,32 +361,40 @@ class Producer:
         futures = []
         position = 0
         total = len(values)
+        batch_size = accumulator.batch_size
+        sender = self._sender
+        assert sender is not None
         while position < total:
             index = self._partitioner.partition(topic, None, len(partitions), ())
             topic_partition = partitions[index]
             queue = accumulator.batches.get(topic_partition)
             batch = queue[-1] if queue else None
             if batch is None or batch.writer is None or batch.is_full:
-                await self._append_new_batch(topic_partition, timestamp, None, values[position], None)
-                batch = accumulator.batches[topic_partition][-1]
+                opened = await self._append_new_batch(topic_partition, timestamp, None, values[position], None)
                 position += 1
-                first = batch.records_count - 1
+                batch, first = opened.batch, opened.offset_delta
+                if batch.writer is None or batch.is_full:  # the sender took it while we yielded
+                    futures.append(opened)
+                    continue
             else:
                 first = batch.records_count
             writer = batch.writer
-            assert writer is not None
-            taken = writer.append_values(timestamp, values[position:position + 65536], limit=accumulator.batch_size)
+            # Offer about as many values as the batch can still take (a slice, not the whole rest).
+            typical = len(values[position] or b"") if position < total else 0
+            end = min(total, position + 16 + max(0, batch_size - len(writer.buffer)) // (typical + 8))
+            taken = writer.append_values(timestamp, values[position:end], limit=batch_size)
             batch.records_count = writer.records_count
             position += taken
             if taken or first < batch.records_count:
                 futures.append(RecordFuture(batch, first, timestamp))
-            if position < total:
+            if position < end:  # the batch is full: send it while the next one fills
                 batch.is_full = True
                 if self._partitioner.uses_sticky(None):
                     self._partitioner.next_sticky(topic, index, len(partitions),
                                                   self._client.metadata.available_partitions(topic))  # type: ignore[union-attr]
-        assert self._sender is not None
-        self._sender.wakeup()
+                sender.wakeup()
+                await asyncio.sleep(0)
+        sender.wakeup()
         return futures
 
     # --- transactions --------------------------------------------------------------------------------
