@@ -126,7 +126,6 @@ class RecordBatchWriter:
             timestamp_delta = _VARINT[delta] if 0 <= delta < _TABLE_SIZE else _zigzag64(delta)
             if timestamp > self.max_timestamp:
                 self.max_timestamp = timestamp
-        offset_varint = _VARINT[offset_delta] if offset_delta < _TABLE_SIZE else _zigzag64(offset_delta)
         if key is None:
             key_length = _NULL
             key = b""
@@ -139,15 +138,13 @@ class RecordBatchWriter:
         else:
             size = len(value)
             value_length = _VARINT[size] if size < _TABLE_SIZE else _zigzag64(size)
-        header_bytes = _encode_headers(headers) if headers else _NO_HEADERS
-        body_size = (
-            1 + len(timestamp_delta) + len(offset_varint) + len(key_length) + len(key)
-            + len(value_length) + len(value) + len(header_bytes)
-        )  # fmt: skip
-        self.buffer += b"".join((
-            _VARINT[body_size] if body_size < _TABLE_SIZE else _zigzag64(body_size),
-            _ATTRIBUTES, timestamp_delta, offset_varint, key_length, key, value_length, value, header_bytes,
-        ))  # fmt: skip
+        offset_varint = _VARINT[offset_delta] if offset_delta < _TABLE_SIZE else _zigzag64(offset_delta)
+        body = b"".join((_ATTRIBUTES, timestamp_delta, offset_varint, key_length, key, value_length, value,
+                         _encode_headers(headers) if headers else _NO_HEADERS))
+        size = len(body)
+        buffer = self.buffer
+        buffer += _VARINT[size] if size < _TABLE_SIZE else _zigzag64(size)
+        buffer += body
         self.records_count = offset_delta + 1
         return offset_delta
 
