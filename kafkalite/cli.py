@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, parse_listener
+from kafkalite.broker.limits import raise_open_file_limit
 from kafkalite.broker.listen import bind_listeners
 
 __all__ = ["build_config", "main"]
@@ -97,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"kafkalite: {exc}", file=sys.stderr)
         return 2
+    raise_open_file_limit()
     # Bind first: clients can connect while the rest of the broker loads and recovers.
     try:
         sockets = bind_listeners(config.listeners())

@@ -2,14 +2,16 @@
 
 Framing: an int32 size (checked against ``socket.request.max.bytes`` before anything is allocated),
 then the frame. The connection is an ``asyncio.BufferedProtocol``: the loop receives straight into
-the buffer ``get_buffer`` returns (no ``bytes`` per read). Between frames that is a per-connection
-scratch of ``SCRATCH_BYTES``. A frame complete in the scratch is copied out, and the copy dispatched:
-handlers keep their request (async ones) or views of it (Produce records, until the append) after the
-call, and the next read overwrites the scratch; copying a small frame costs less than a fresh scratch
-per read, and a 100-byte request never pins a whole scratch. A frame not complete in the scratch gets
-a bytearray of exactly its size: the part already read is copied in, the rest is received straight
-into it, and it is dispatched as is. So each byte is copied at most once after the kernel, and most of
-a large Produce never. A size prefix split across reads stays at the front of the scratch.
+the buffer ``get_buffer`` returns (no ``bytes`` per read). Between frames that is a ``ReceiveScratch``
+of ``SCRATCH_BYTES`` that every connection of the server shares: the loop calls ``get_buffer``, reads
+and calls ``buffer_updated`` for one connection at a time, and a connection leaves nothing in the
+scratch when ``buffer_updated`` returns, so an idle connection holds no buffer at all. A frame
+complete in the scratch is copied out, and the copy dispatched: handlers keep their request (async
+ones) or views of it (Produce records, until the append) after the call. A frame not complete in the
+scratch gets a bytearray of exactly its size: the part already read is copied in, the rest is
+received straight into it, and it is dispatched as is. So each byte is copied at most once after the
+kernel, and most of a large Produce never. A size prefix split across reads (at most 3 bytes) is
+kept by the connection and put back at the front of the scratch for its next read.
 
 Dispatch: decode the header, find the handler in the registry, decode the body, call the handler
 with a ``RequestContext``. It answers with a response, None (no response: Produce acks=0) or an
@@ -48,12 +50,12 @@ from kafkalite.protocol.message import Message
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
 
-__all__ = ["KafkaConnection", "MAX_IN_FLIGHT", "SCRATCH_BYTES"]
+__all__ = ["KafkaConnection", "MAX_IN_FLIGHT", "ReceiveScratch", "SCRATCH_BYTES"]
 
 log = logging.getLogger("kafkalite.net")
 
 MAX_IN_FLIGHT = 100  # pending responses on one connection before reading pauses
-SCRATCH_BYTES = 64 * 1024  # per connection: what one read between frames may take
+SCRATCH_BYTES = 64 * 1024  # what one read between frames may take (one scratch per server)
 _SIZE = struct.Struct(">i")
 _connection_ids = itertools.count(1)
 
@@ -70,6 +72,16 @@ class _Slot:
         self.task: asyncio.Future[Any] | None = None
 
 
+class ReceiveScratch:
+    """The buffer reads between frames land in, shared by the connections of one event loop."""
+
+    __slots__ = ("data", "view")
+
+    def __init__(self, size: int = SCRATCH_BYTES) -> None:
+        self.data = bytearray(size)
+        self.view = memoryview(self.data)
+
+
 class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: framing, dispatch, ordered responses, back-pressure, idle timeout."""
 
@@ -83,6 +95,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         connections: MutableSet[KafkaConnection] | None = None,
         clock: Callable[[], float] = time.monotonic,
         max_in_flight: int = MAX_IN_FLIGHT,
+        scratch: ReceiveScratch | None = None,
     ) -> None:
         self._cluster, self._handlers, self._connections, self._clock = cluster, handlers, connections, clock
         self._max_request_bytes, self._idle_ms, self._max_in_flight = max_request_bytes, idle_ms, max_in_flight
@@ -90,9 +103,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = "?"
         self.transport: asyncio.Transport | None = None
         self._pending: deque[_Slot] = deque()
-        self._scratch = bytearray(SCRATCH_BYTES)  # reads between frames land here...
-        self._scratch_view = memoryview(self._scratch)
-        self._kept = 0  # ...after the bytes of a split size prefix kept at its front
+        self._scratch = scratch if scratch is not None else ReceiveScratch()  # reads between frames land here,
+        self._prefix = b""  # after a size prefix split across reads, put back at its front
+        self._kept = 0
         self._body: bytearray | None = None  # a frame split across reads, and how much of it is in
         self._filled = 0
         self._closed = self._eof = self._draining = False
@@ -117,7 +130,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Where the next read goes: the rest of a split frame's own buffer, else the scratch."""
         if self._body is not None:
             return memoryview(self._body)[self._filled:]
-        return self._scratch_view[self._kept:]
+        kept = self._kept = len(self._prefix)
+        if kept:
+            self._scratch.data[:kept] = self._prefix
+        return self._scratch.view[kept:]
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closed:
@@ -137,7 +153,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _read_frames(self, end: int) -> None:
         """Dispatch the frames in ``scratch[:end]``; give a partial frame its own buffer."""
-        scratch, position = self._scratch, 0
+        scratch, view, position = self._scratch.data, self._scratch.view, 0
+        self._prefix = b""
         while end - position >= 4:
             size = _SIZE.unpack_from(scratch, position)[0]
             if not 0 <= size <= self._max_request_bytes:
@@ -146,16 +163,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
             position += 4
             if end - position < size:
                 self._body, self._filled = bytearray(size), end - position
-                self._body[:self._filled] = self._scratch_view[position:end]
+                self._body[:self._filled] = view[position:end]
                 position = end
             else:
                 self._dispatch(scratch[position:position + size])  # a copy: see the module docstring
                 position += size
                 if self._closed:
                     return
-        self._kept = end - position
-        if position and self._kept:  # a split size prefix (at most 3 bytes) moves to the front
-            scratch[:self._kept] = scratch[position:end]
+        if end > position:  # a split size prefix (at most 3 bytes): the connection keeps it
+            self._prefix = bytes(scratch[position:end])
 
     def eof_received(self) -> bool:
         """Half-close from the client: send what is pending, then close."""

@@ -2,10 +2,12 @@
 
 ``BrokerServer.start`` opens the ``Cluster`` (recovering the data directory), binds every listener
 (port 0 picks a free port), tells the cluster its advertised endpoints with the ports actually bound,
-logs one "listening on ..." line and starts the periodic timer that drives retention, time-based
-rolls and flushes. ``stop`` stops accepting, gives in-flight requests a bounded time to finish,
-closes the connections and closes the cluster cleanly (which writes the clean-shutdown marker).
-``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT for a clean stop, exit status.
+logs one "listening on ..." line and starts the periodic timer (``Cluster.periodic``, every
+second or as the retention settings ask) that drives time-based rolls and flushes, group and
+transaction timers, and retention on Kafka's schedule. ``stop`` stops accepting, gives in-flight
+requests a bounded time to finish, closes the connections and closes the cluster cleanly (which
+writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT
+for a clean stop, exit status.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING
 import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
 from kafkalite.broker.listen import bind_listeners
-from kafkalite.broker.net import KafkaConnection
+from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
@@ -30,7 +32,6 @@ __all__ = ["BrokerServer", "run"]
 
 log = logging.getLogger("kafkalite.server")
 
-PERIODIC_INTERVAL_S = 1.0
 STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
 
 
@@ -43,6 +44,7 @@ class BrokerServer:
         self.cluster: Cluster | None = None
         self.bound: list[Listener] = []  # the listeners with the ports actually bound
         self.connections: set[KafkaConnection] = set()
+        self._scratch = ReceiveScratch()  # where every connection's reads land between frames
         self._servers: list[asyncio.AbstractServer] = []
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
@@ -80,15 +82,11 @@ class BrokerServer:
         if advertised_line != line:
             line += f" (advertised as {advertised_line})"
         log.info("listening on %s", line)
-        # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
-        # broker: keep it out of the cyclic collector's full passes, which would rescan it forever.
-        gc.freeze()
-        interval = min(PERIODIC_INTERVAL_S, self.config.get_int("log.retention.check.interval.ms") / 1000)
-        self._schedule_periodic(loop, interval)
+        self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
 
     def _new_connection(self) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
-        return KafkaConnection(self.cluster, connections=self.connections,
+        return KafkaConnection(self.cluster, connections=self.connections, scratch=self._scratch,
                                max_request_bytes=self.config.get_int("socket.request.max.bytes"),
                                idle_ms=self.config.get_int("connections.max.idle.ms"))
 
@@ -150,6 +148,10 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) 
         except (OSError, ConfigError) as exc:
             log.error("cannot start: %s", exc)
             return 1
+        # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
+        # process: keep it out of the cyclic collector's full passes, which would rescan it forever.
+        # (A broker embedded in someone else's process leaves their collector alone.)
+        gc.freeze()
         await stop_requested.wait()
         log.info("shutting down")
         await server.stop()

@@ -385,10 +385,20 @@ class RecordBatch:
 
         Every record of the batch then reads back with this timestamp. A no-op when already set so.
         """
-        buffer = self._writable()
-        attributes = self.attributes | _TIMESTAMP_TYPE_BIT
+        self.set_max_timestamp(TimestampType.LOG_APPEND_TIME, timestamp)
+
+    def set_max_timestamp(self, timestamp_type: TimestampType, timestamp: int) -> None:
+        """Write the timestamp type and the max timestamp, and recompute the CRC (both are inside it).
+
+        A no-op when the batch already says so, as Kafka's ``DefaultRecordBatch.setMaxTimestamp``.
+        """
+        if timestamp_type is TimestampType.LOG_APPEND_TIME:
+            attributes = self.attributes | _TIMESTAMP_TYPE_BIT
+        else:
+            attributes = self.attributes & ~_TIMESTAMP_TYPE_BIT
         if attributes == self.attributes and timestamp == self.max_timestamp:
             return
+        buffer = self._writable()
         _INT16.pack_into(buffer, _ATTRIBUTES_OFFSET, attributes)
         _INT64.pack_into(buffer, _MAX_TIMESTAMP_OFFSET, timestamp)
         crc = crc32c(buffer[_ATTRIBUTES_OFFSET:])
@@ -448,6 +458,38 @@ class RecordBatch:
         if position != end:
             raise CorruptRecordError(f"{end - position} bytes left over after the last record of the batch")
 
+    def timestamp_bounds(self, *, max_output: int = DEFAULT_MAX_OUTPUT) -> tuple[int, int]:
+        """``(earliest, latest)`` of the records' timestamps, as Kafka's log validator sees them.
+
+        ``latest`` is what Kafka stores as a CreateTime batch's max timestamp: the largest record
+        timestamp, or ``NO_TIMESTAMP`` (-1) when no record has a larger one. ``earliest`` is the
+        smallest timestamp other than ``NO_TIMESTAMP`` (records without a timestamp are not checked
+        against ``message.timestamp.before.max.ms``), or ``NO_TIMESTAMP`` when there is none. In a
+        LogAppendTime batch every record has the max timestamp. Only each record's length and
+        timestamp delta are read (after decompressing); a record area that does not walk to its
+        exact end in ``records_count`` steps is :class:`CorruptRecordError`.
+        """
+        if self.attributes & _TIMESTAMP_TYPE_BIT:
+            return self.max_timestamp, self.max_timestamp
+        compression = self.compression
+        count = self.records_count
+        if compression is Compression.NONE:
+            data: Buffer = bytes(self.buffer[RECORD_BATCH_OVERHEAD:])
+        else:
+            data = decompress(compression, self.buffer[RECORD_BATCH_OVERHEAD:], max_output=max_output)
+        if count < 0 or count * _MIN_RECORD_SIZE > len(data):
+            raise CorruptRecordError(f"record batch claims {count} records in {len(data)} bytes of records")
+        try:
+            lowest, highest, end = _timestamp_delta_bounds(data, count, NO_TIMESTAMP - self.base_timestamp)
+        except IndexError:
+            raise CorruptRecordError("record runs past the end of the batch") from None
+        if end != len(data):
+            raise CorruptRecordError(f"the records of the batch take {end} bytes, not {len(data)}")
+        base = self.base_timestamp
+        latest = max(base + highest, NO_TIMESTAMP) if count else NO_TIMESTAMP
+        earliest = base + lowest if lowest is not None else NO_TIMESTAMP
+        return earliest, latest
+
     def end_transaction_marker(self) -> EndTransactionMarker | None:
         """The COMMIT/ABORT marker of a control batch, or ``None`` if this is not one.
 
@@ -466,6 +508,42 @@ class RecordBatch:
 def _increment_sequence(sequence: int, increment: int) -> int:
     """Producer sequences wrap from int32 max to 0."""
     return (sequence + increment) & _INT32_MAX
+
+
+def _timestamp_delta_bounds(data: Buffer, count: int, skipped_delta: int) -> tuple[int | None, int, int]:
+    """Walk ``count`` records reading only their lengths and timestamp deltas: the smallest delta
+    other than ``skipped_delta`` (None if there is none), the largest delta, and where the walk ended.
+
+    This runs on the produce path for every batch whose header cannot be trusted, so it is written
+    for speed: one- and two-byte varints (nearly every record length and delta) are read inline.
+    Reads past the end surface as IndexError.
+    """
+    position = 0
+    lowest = none_yet = 1 << 64
+    highest = -none_yet
+    for _ in range(count):
+        byte = data[position]
+        if byte < 0x80:
+            raw, position = byte, position + 1
+        elif data[position + 1] < 0x80:
+            raw, position = (byte & 0x7F) | (data[position + 1] << 7), position + 2
+        else:
+            length, position = _read_varint(data, position, 5, 0xFFFFFFFF)
+            raw = length << 1 if length >= 0 else 1
+        if raw & 1:
+            raise CorruptRecordError("a record has a negative length")
+        length = raw >> 1
+        delta_byte = data[position + 1]  # after the attributes byte
+        if delta_byte < 0x80:
+            delta = (delta_byte >> 1) ^ -(delta_byte & 1)
+        else:
+            delta = _read_varint(data, position + 1, 10, 0xFFFFFFFFFFFFFFFF)[0]
+        if delta > highest:
+            highest = delta
+        if delta < lowest and delta != skipped_delta:
+            lowest = delta
+        position += length
+    return None if lowest == none_yet else lowest, highest, position
 
 
 def _read_record(
@@ -525,8 +603,9 @@ class RecordBatchBuilder:
 
     Records are encoded as they are appended, after room left for the header, so :meth:`build` of an
     uncompressed batch writes the header in place and copies nothing. The first record's timestamp
-    becomes the base timestamp. With ``timestamp_type=LOG_APPEND_TIME`` the max timestamp is
-    ``log_append_time`` (or, if not given, the largest record timestamp).
+    becomes the base timestamp; the max timestamp is the largest record timestamp, or -1 when none
+    is larger (Kafka's rule). With ``timestamp_type=LOG_APPEND_TIME`` the max timestamp is
+    ``log_append_time`` (or, if not given, that largest record timestamp).
     """
 
     def __init__(
@@ -599,8 +678,8 @@ class RecordBatchBuilder:
         if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
             raise ValueError(f"timestamp {timestamp} is too far from the base timestamp")
         if first:
-            self._base_timestamp = self._max_timestamp = timestamp
-        elif timestamp > self._max_timestamp:
+            self._base_timestamp = timestamp
+        if timestamp > self._max_timestamp:  # from NO_TIMESTAMP, as Kafka's MemoryRecordsBuilder
             self._max_timestamp = timestamp
 
         body = bytearray(b"\x00")  # attributes: unused

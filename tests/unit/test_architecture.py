@@ -103,8 +103,8 @@ def test_the_check_finds_a_circle() -> None:
 
 @pytest.mark.parametrize(("package", "may_not_import"), [
     ("kafkalite.protocol", ("kafkalite.broker", "kafkalite.client", "kafkalite.cli")),
-    ("kafkalite.client", ("kafkalite.broker",)),
-    ("kafkalite.broker", ("kafkalite.client",)),
+    ("kafkalite.client", ("kafkalite.broker", "kafkalite.testing", "kafkalite.cli")),
+    ("kafkalite.broker", ("kafkalite.client", "kafkalite.testing", "kafkalite.cli")),
     ("kafkalite.broker.core", ("kafkalite.broker.handlers", "kafkalite.broker.net", "kafkalite.broker.server",
                                "kafkalite.broker.gendocs")),
     ("kafkalite.broker.handlers", ("kafkalite.broker.net", "kafkalite.broker.server")),

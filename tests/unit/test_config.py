@@ -64,13 +64,30 @@ def test_defaults_are_kafkas() -> None:
 
 def test_unknown_keys_are_kept_as_strings(tmp_path: Path) -> None:
     properties = write(tmp_path / "server.properties",
-                       "num.network.threads=3\nprocess.roles=broker,controller\nlisteners=PLAINTEXT://:9092\n")
+                       "zookeeper.connect=zk:2181\nmy.plugin.flags=a,b\nlisteners=PLAINTEXT://:9092\n")
     config = BrokerConfig.load(properties, {}, environ=NO_ENV)
-    assert config.get("num.network.threads") == "3"
-    assert config.get_int("num.network.threads") == 3
-    assert config.get_list("process.roles") == ["broker", "controller"]
+    assert config.get("zookeeper.connect") == "zk:2181"
+    assert config.get_list("my.plugin.flags") == ["a", "b"]
     with pytest.raises(KeyError):
         config.get("never.configured")
+
+
+def test_every_kafka_4_broker_key_is_known_with_its_type() -> None:
+    """A Kafka server.properties with thread pools, quorum settings, TLS and SASL loads, typed."""
+    config = BrokerConfig({"num.network.threads": "3", "process.roles": "broker,controller",
+                           "controller.quorum.voters": "1@localhost:9093", "ssl.keystore.password": "secret",
+                           "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+                           "remote.log.storage.system.enable": "false"})
+    assert config.get("num.network.threads") == 3
+    assert config.get_list("process.roles") == ["broker", "controller"]
+    assert config.get_list("sasl.enabled.mechanisms") == ["PLAIN", "SCRAM-SHA-256"]
+    assert BROKER_KEYS["ssl.keystore.password"].sensitive and BROKER_KEYS["ssl.keystore.password"].inert
+    assert len(BROKER_KEYS) >= 289
+    modes = {key.update_mode for key in BROKER_KEYS.values()}
+    assert modes == {"read-only", "per-broker", "cluster-wide"}
+    assert BROKER_KEYS["sasl.kerberos.min.time.before.relogin"].update_mode == "per-broker"
+    assert BROKER_KEYS["log.retention.ms"].update_mode == "cluster-wide"
+    assert BROKER_KEYS["log.retention.hours"].update_mode == "read-only"  # only the ms keys are dynamic in Kafka
 
 
 def test_bad_value_at_load_names_the_key() -> None:
@@ -225,18 +242,64 @@ def test_node_dynamic_value_beats_cluster_default() -> None:
                        ConfigSource.DEFAULT_CONFIG]
 
 
-def test_dynamic_broker_config_refuses_read_only_unknown_and_bad_values() -> None:
+@pytest.mark.parametrize(("changes", "cluster_default", "message"), [
+    ({"log.dirs": "/x", "num.partitions": "3"}, False,
+     "Cannot update these configs dynamically: Set(log.dirs, num.partitions)"),
+    ({"log.retention.hours": "1"}, True, "Cannot update these configs dynamically: Set(log.retention.hours)"),
+    ({"ssl.keystore.location": "/k"}, False,
+     "These security configs can be dynamically updated only per-listener using the listener prefix: "
+     "Set(ssl.keystore.location)"),
+    ({"log.segment.bytes": "-5"}, False, "Invalid value -5 for configuration log.segment.bytes: Value must be at "
+                                         "least 14"),
+    ({"log.retention.ms": "soon"}, True, "Invalid value soon for configuration log.retention.ms: Not a number of "
+                                         "type LONG"),
+    ({"listener.name.external.ssl.keystore.type": "PEM", "sasl.kerberos.min.time.before.relogin": "x"}, False,
+     "Invalid value x for configuration sasl.kerberos.min.time.before.relogin: Not a number of type LONG"),
+    ({"sasl.kerberos.min.time.before.relogin": "58000"}, True,
+     "Cannot update these configs at default cluster level, broker id must be specified: "
+     "Set(sasl.kerberos.min.time.before.relogin)"),
+    ({"listener.name.external.ssl.keystore.location": "/k"}, True,
+     "Cannot update these configs at default cluster level, broker id must be specified: "
+     "Set(listener.name.external.ssl.keystore.location)"),
+])
+def test_dynamic_broker_configs_are_refused_as_kafka_refuses_them(changes: dict[str, str], cluster_default: bool,
+                                                                   message: str) -> None:
     config = BrokerConfig()
-    with pytest.raises(ConfigError, match="read-only") as raised:
-        config.set_broker_config("listeners", "PLAINTEXT://:1")
-    assert raised.value.error_code == ErrorCode.INVALID_REQUEST
-    with pytest.raises(ConfigError, match="Unknown broker config"):
-        config.set_broker_config("no.such.key", "1")
-    with pytest.raises(ConfigError, match="log.segment.bytes"):
-        config.set_broker_config("log.segment.bytes", "-5")
-    with pytest.raises(ConfigError):
-        config.validate_broker_config("log.segment.bytes", "x")
-    assert config.get_int("log.segment.bytes") == 1024**3
+    with pytest.raises(ConfigError) as raised:
+        config.alter_dynamic(changes, cluster_default=cluster_default)
+    assert (raised.value.error_code, raised.value.message) == (ErrorCode.INVALID_REQUEST, message)
+    assert config.dynamic_configs(cluster_default) == {}
+
+
+def test_dynamic_broker_configs_kafka_accepts() -> None:
+    config = BrokerConfig()
+    config.alter_dynamic({"sasl.kerberos.min.time.before.relogin": "58000", "my.custom.key": "x",
+                          "listener.name.external.ssl.keystore.location": "/k",
+                          "listener.name.external.max.connections": "5"})
+    config.alter_dynamic({"background.threads": "4", "listener.name.external.max.connections": "7",
+                          "another.custom.key": "y"}, cluster_default=True)
+    assert config.get_int("sasl.kerberos.min.time.before.relogin") == 58000
+    assert config.get_int("background.threads") == 4
+    entries = {entry.name: entry for entry in config.describe()}
+    custom = entries["my.custom.key"]
+    assert (custom.value, custom.sensitive, custom.type, custom.source) == (
+        None, True, ConfigType.UNKNOWN, ConfigSource.DYNAMIC_BROKER_CONFIG)
+    prefixed = entries["listener.name.external.ssl.keystore.location"]
+    assert (prefixed.value, prefixed.type, prefixed.sensitive) == ("/k", ConfigType.STRING, False)
+    assert entries["another.custom.key"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    relogin = entries["sasl.kerberos.min.time.before.relogin"]
+    assert (relogin.value, relogin.source, relogin.read_only) == ("58000", ConfigSource.DYNAMIC_BROKER_CONFIG, False)
+    assert config.alter_dynamic({"my.custom.key": None}, validate_only=True) == {
+        "sasl.kerberos.min.time.before.relogin": "58000", "listener.name.external.ssl.keystore.location": "/k",
+        "listener.name.external.max.connections": "5"}
+    assert "my.custom.key" in config.dynamic_configs()  # validate_only changed nothing
+
+
+def test_stored_dynamic_values_that_no_longer_pass_are_dropped_at_load() -> None:
+    config = BrokerConfig()
+    config.load_dynamic({"log.retention.ms": "1000", "num.partitions": "3", "log.segment.bytes": "x", "custom": "1"})
+    assert config.dynamic_configs() == {"log.retention.ms": "1000", "custom": "1"}
+    assert config.topic_config("retention.ms") == 1000
 
 
 def test_describe_reports_sources_types_and_read_only() -> None:
@@ -374,10 +437,11 @@ def test_every_key_is_honoured_or_says_why_not() -> None:
     import kafkalite.broker.config as config_module
 
     root = Path(__file__).resolve().parents[2]
+    config_package = Path(config_module.__file__).parent
     sources = [path for path in (root / "kafkalite").rglob("*.py")
-               if "messages" not in path.parts and path != Path(config_module.__file__)]
+               if "messages" not in path.parts and config_package not in path.parents]
     code = "\n".join(path.read_text(encoding="utf-8") for path in sources)
-    table = Path(config_module.__file__).read_text(encoding="utf-8")
+    table = "\n".join(path.read_text(encoding="utf-8") for path in config_package.glob("*.py"))
     read_topic_keys = {key for key in TOPIC_KEYS
                        if re.search(rf"\b{key.replace('.', '_')}\b", code) or f'"{key}"' in code}
     topic_defaults = {broker_key for key in read_topic_keys for broker_key, _ in TOPIC_KEYS[key].synonyms}

@@ -1,4 +1,5 @@
-"""The generated files (compatibility table, server.properties) come from the registries and must be current."""
+"""The generated files (compatibility table, server.properties, the key reference) come from the
+registries and must be current."""
 
 from pathlib import Path
 
@@ -24,10 +25,19 @@ def test_every_advertised_api_has_a_documented_handler() -> None:
         assert module.__doc__ and module.__doc__.strip(), handler.name
 
 
-def test_server_properties_documents_every_key_and_sets_the_shipped_ones(tmp_path: Path) -> None:
+def test_configuration_reference_is_current() -> None:
+    assert gendocs.CONFIGURATION.read_text(encoding="utf-8") == gendocs.render_configuration(), \
+        "run `python -m kafkalite.broker.gendocs`"
+
+
+def test_the_reference_lists_every_key_and_the_properties_file_those_with_an_effect(tmp_path: Path) -> None:
+    reference = gendocs.render_configuration()
     text = gendocs.render_properties()
     for key in CONFIG_KEYS:
-        assert key.name in text, key.name
+        assert f"| `{key.name}` |" in reference, key.name
+        if key.inert is None:
+            assert key.name in text, key.name
+    assert "ssl.keystore.location" not in text and "controller.quorum.voters" not in text
     path = tmp_path / "server.properties"
     path.write_text(text, encoding="utf-8")
     assert set(read_properties(path)) == {key.name for key in CONFIG_KEYS if key.shipped}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.broker.core.log.disk import DiskLog
+from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.memory import MemoryLog
 from kafkalite.broker.core.log.partition_log import (
     LogConfig,
@@ -50,16 +51,20 @@ def make_batch(
     return builder.build()
 
 
-@pytest.fixture(params=["disk", "memory"])
+@pytest.fixture(params=["disk", "memory", "disk-2-open-files"])
 def make_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LogFactory]:
-    """Build a fresh log of the parametrized engine: ``make_log(config=..., now_ms=...)``."""
+    """Build a fresh log of the parametrized engine: ``make_log(config=..., now_ms=...)``.
+
+    ``disk-2-open-files``: the disk engine with a budget of two open files shared by every log the
+    test makes, so segment and index files are closed and reopened all the time."""
     created: list[SegmentedLog] = []
+    files = OpenFiles(2) if request.param == "disk-2-open-files" else None
 
     def factory(config: LogConfig | None = None, now_ms: int = T0) -> SegmentedLog:
         config = config or LogConfig()
         partition_log: SegmentedLog
-        if request.param == "disk":
-            partition_log = DiskLog.create(tmp_path / f"topic-{len(created)}", config, now_ms)
+        if request.param.startswith("disk"):
+            partition_log = DiskLog.create(tmp_path / f"topic-{len(created)}", config, now_ms, files)
         else:
             partition_log = MemoryLog(f"topic-{len(created)}", config, now_ms)
         created.append(partition_log)

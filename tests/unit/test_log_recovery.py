@@ -299,6 +299,38 @@ def test_run_periodic_applies_retention_segment_ms_and_flush_ms(tmp_path: Path) 
     log_manager.close()
 
 
+def test_retention_runs_on_kafkas_schedule(tmp_path: Path) -> None:
+    """First log.initial.task.delay.ms after open, then every log.retention.check.interval.ms; rolls
+    and flushes keep running on every tick in between."""
+    log_manager = LogManager(tmp_path, LogConfig(retention_ms=HOUR, segment_ms=10 * HOUR),
+                             retention_check_interval_ms=300_000, initial_task_delay_ms=30_000)
+    log_manager.open(now_ms=T0)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    partition_log.append(make_batch(2, timestamp=T0 - 2 * HOUR), T0)  # already past retention.ms
+
+    assert log_manager.run_periodic(T0 + 29_999) == 0  # before the initial delay
+    assert partition_log.log_start_offset == 0
+    assert log_manager.run_periodic(T0 + 30_000) == 1  # the first check
+    assert partition_log.log_start_offset == 2
+    partition_log.append(make_batch(2, timestamp=T0 - 2 * HOUR), T0 + 31_000)
+    assert log_manager.run_periodic(T0 + 329_999) == 0  # the next check is a whole interval later
+    assert log_manager.run_periodic(T0 + 330_000) == 1
+    assert log_manager.next_retention_check_ms == T0 + 630_000
+    assert log_manager.run_periodic(T0 + 2_000_000) == 0  # a late tick runs it once, on the same rate
+    assert log_manager.next_retention_check_ms == T0 + 2_130_000
+    log_manager.close()
+
+
+def test_cluster_ticks_as_often_as_its_retention_settings_ask() -> None:
+    from kafkalite.broker.config import BrokerConfig
+    from kafkalite.broker.core.cluster import Cluster
+
+    assert Cluster(BrokerConfig({"log.storage": "memory"})).periodic_interval_ms() == 1000
+    fast = Cluster(BrokerConfig({"log.storage": "memory", "log.retention.check.interval.ms": "50",
+                                 "log.initial.task.delay.ms": "0"}))
+    assert fast.periodic_interval_ms() == 50
+
+
 def test_rolled_segments_are_flushed_by_the_periodic_task(tmp_path: Path) -> None:
     size = len(make_batch(3))
     log_manager = manager(tmp_path, LogConfig(segment_bytes=size * 2))

@@ -15,7 +15,7 @@ import pytest
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
 from kafkalite.broker.handlers.registry import ApiHandler, RequestContext
-from kafkalite.broker.net import SCRATCH_BYTES, KafkaConnection
+from kafkalite.broker.net import SCRATCH_BYTES, KafkaConnection, ReceiveScratch
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.framing import encode_request, parse_response_header
 from kafkalite.protocol.message import Message
@@ -256,6 +256,51 @@ def test_frames_split_at_every_position_and_many_frames_in_one_read() -> None:
         response = ApiVersionsResponse.decode_from(parse_response_header(frame, 18, 3), 3)
         assert response.error_code == ErrorCode.NONE
         assert [key.api_key for key in response.api_keys] == [0, 3, 12, 18]
+
+    run(scenario)
+
+
+def test_connections_sharing_a_scratch_keep_their_own_partial_frames() -> None:
+    """Reads of several connections land in one scratch, one read at a time: a size prefix split
+    across reads, and a frame split across reads, must survive the other connections' reads."""
+    async def scenario() -> None:
+        handlers = Handlers()
+        scratch = ReceiveScratch()
+        connections = [connect(handlers, port=50000 + index, scratch=scratch) for index in range(3)]
+        streams = [b"".join(heartbeat(index * 100 + n) for n in range(20)) for index in range(3)]
+        positions = [0, 0, 0]
+        steps = [1, 2, 3, 5, 7, 11, 13]
+        turn = 0
+        while any(position < len(stream) for position, stream in zip(positions, streams, strict=True)):
+            index = turn % 3
+            step = steps[turn % len(steps)]
+            turn += 1
+            stream, position = streams[index], positions[index]
+            if position >= len(stream):
+                continue
+            connection, _ = connections[index]
+            buffer = connection.get_buffer(-1)
+            take = min(step, len(buffer), len(stream) - position)
+            buffer[:take] = stream[position:position + take]
+            positions[index] += take
+            connection.buffer_updated(take)
+        await settle()
+        for index, (_, transport) in enumerate(connections):
+            assert transport.correlation_ids() == [index * 100 + n for n in range(20)]
+            assert not transport.closed
+
+    run(scenario)
+
+
+def test_an_idle_connection_holds_no_receive_buffer() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        scratch = ReceiveScratch()
+        connection, _ = connect(handlers, scratch=scratch)
+        feed(connection, heartbeat(1)[:3])  # a size prefix split across reads is all it keeps
+        assert connection._scratch is scratch and len(connection._prefix) == 3
+        assert not any(isinstance(value, (bytes, bytearray, memoryview)) and len(value) > 64
+                       for value in vars(connection).values())
 
     run(scenario)
 

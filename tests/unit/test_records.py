@@ -780,3 +780,51 @@ def test_mutated_legacy_sets_raise_only_corrupt_record_error(
             list(parsed.records(max_output=1 << 20))
     except ProtocolError as exc:
         assert isinstance(exc, CorruptRecordError)
+
+
+# timestamps as Kafka's log validator reads them ----------------------------------------------------
+
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.GZIP, Compression.ZSTD])
+@pytest.mark.parametrize(("timestamps", "bounds"), [
+    ([5, 3, 9], (3, 9)),
+    ([-1, -1], (-1, -1)),  # no timestamps: Kafka's max is -1 and nothing is checked
+    ([-1, 7, -1], (7, 7)),
+    ([-5, -7], (-7, -1)),  # below -1: checked, but the max starts at -1
+    ([1_700_000_000_000, 1_700_000_000_000 + 10**9, 1_699_000_000_000], (1_699_000_000_000, 1_701_000_000_000)),
+])
+def test_timestamp_bounds(compression: Compression, timestamps: list[int], bounds: tuple[int, int]) -> None:
+    builder = RecordBatchBuilder(compression=compression)
+    for index, timestamp in enumerate(timestamps):
+        builder.append(timestamp=timestamp, key=b"k" * (index * 70), value=b"v" * 200)  # 1- and 2-byte lengths
+    batch = RecordBatch(builder.build())
+    assert batch.timestamp_bounds() == bounds
+    assert batch.max_timestamp == bounds[1]  # the builder writes Kafka's max too
+
+
+def test_timestamp_bounds_of_log_append_time_and_of_malformed_records() -> None:
+    builder = RecordBatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=42)
+    builder.append(timestamp=7, key=None, value=b"v")
+    assert RecordBatch(builder.build()).timestamp_bounds() == (42, 42)
+    plain = RecordBatchBuilder()
+    plain.append(timestamp=7, key=None, value=b"v")
+    data = plain.build()
+    struct.pack_into(">i", data, 57, 2)  # claims two records
+    with pytest.raises(CorruptRecordError):
+        RecordBatch(data).timestamp_bounds()
+    truncated = plain.build()
+    truncated[61] = 0x7E  # a record length running past the end
+    with pytest.raises(CorruptRecordError):
+        RecordBatch(truncated).timestamp_bounds()
+
+
+def test_set_max_timestamp_switches_the_type_and_recomputes_the_crc() -> None:
+    builder = RecordBatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=42)
+    builder.append(timestamp=7, key=None, value=b"v")
+    batch = RecordBatch(builder.build())
+    batch.set_max_timestamp(TimestampType.CREATE_TIME, 9)
+    reparsed = RecordBatch(batch.buffer)
+    reparsed.validate_crc()
+    assert (reparsed.timestamp_type, reparsed.max_timestamp) == (TimestampType.CREATE_TIME, 9)
+    crc = reparsed.crc
+    reparsed.set_max_timestamp(TimestampType.CREATE_TIME, 9)  # already so: nothing written
+    assert RecordBatch(batch.buffer).crc == crc

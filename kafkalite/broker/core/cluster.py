@@ -11,11 +11,14 @@ collaborators (nothing below this module imports it):
   written to ``__consumer_offsets`` (``offsets_log``);
 * ``transactions`` (``txn.coordinator.TransactionCoordinator``): producer ids and transactions,
   written to ``__transaction_state`` (``transaction_log``); it tells the group coordinator when a
-  transaction's offsets commit or abort.
+  transaction's offsets commit or abort;
+* ``dynamic_configs`` (``dynamic_configs.DynamicConfigs``): dynamic broker configs and client-metrics
+  subscriptions, kept in the data directory; a broker config change calls ``broker_config_changed``.
 
 Nothing here touches sockets; ``kafkalite.broker.server`` opens and closes it and calls ``periodic``
 from a timer. Settings that requests read on every call are resolved here once (``flush_on_ack``,
-``fetch_max_bytes``); a dynamic broker config change calls ``broker_config_changed``.
+``fetch_max_bytes``, ``verify_transactions``); a dynamic broker config change calls
+``broker_config_changed``, which resolves what may change again.
 """
 
 from __future__ import annotations
@@ -28,14 +31,17 @@ from pathlib import Path
 
 from kafkalite.broker.config import BrokerConfig, read_properties
 from kafkalite.broker.core.coordinator_log import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, CoordinatorLog
+from kafkalite.broker.core.dynamic_configs import DynamicConfigs
 from kafkalite.broker.core.fetch_sessions import FetchSessionCache
 from kafkalite.broker.core.group.coordinator import GroupCoordinator
 from kafkalite.broker.core.group.store import GroupSettings
 from kafkalite.broker.core.group.timers import Timers
+from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
 from kafkalite.broker.core.topics import TopicManager, log_config
 from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
 from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
+from kafkalite.broker.limits import segment_file_budget
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -63,7 +69,12 @@ class Cluster:
         self.endpoints: list[Endpoint] = []
         self.flush_on_ack = config.get_bool("log.flush.on.ack")
         self.fetch_max_bytes = config.get_int("fetch.max.bytes")
-        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()))
+        self.verify_transactions = config.get_bool("transaction.partition.verification.enable")
+        self.log_dirs: list[Path] = config.log_dirs()
+        self.log_manager = LogManager(data_dir, log_config(config.topic_settings()), extra_dirs=self.log_dirs[1:],
+                                      retention_check_interval_ms=config.get_int("log.retention.check.interval.ms"),
+                                      initial_task_delay_ms=config.get_int("log.initial.task.delay.ms"),
+                                      files=OpenFiles(segment_file_budget()))
         self.topics = TopicManager(self.log_manager, config, data_dir)
         self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
         self.offsets_log = CoordinatorLog(self.topics, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
@@ -73,6 +84,7 @@ class Cluster:
                                               config.get_int("transaction.state.log.segment.bytes"))
         self.group_coordinator = self.build_group_coordinator()
         self.transactions = self.build_transaction_coordinator()
+        self.dynamic_configs = DynamicConfigs(config, self.node_id, data_dir, self.broker_config_changed)
 
     def build_group_coordinator(self, timers: Timers | None = None,
                                 settings: GroupSettings | None = None) -> GroupCoordinator:
@@ -99,6 +111,8 @@ class Cluster:
     def open(self) -> None:
         """Load the data directory: identity, logs, topics. Recovery happens here."""
         self.cluster_id = self._load_identity()
+        self.dynamic_configs.load()
+        self.broker_config_changed()
         self.log_manager.open()
         self.topics.load()
         self.group_coordinator.open()
@@ -111,11 +125,22 @@ class Cluster:
 
     def broker_config_changed(self) -> None:
         """A dynamic broker config changed: re-derive what was resolved from it."""
+        self.log_manager.default_config = log_config(self.config.topic_settings())
         self.topics.refresh_settings()
         self.transactions.settings = self.config.settings(TransactionSettings)
+        self.verify_transactions = self.config.get_bool("transaction.partition.verification.enable")
+
+    def periodic_interval_ms(self) -> int:
+        """How often ``periodic`` should run: every second, or more often when the retention check
+        interval or initial delay is shorter (tests that want fast retention set them so)."""
+        delays = [1000, self.log_manager.retention_check_interval_ms]
+        if self.log_manager.initial_task_delay_ms > 0:
+            delays.append(self.log_manager.initial_task_delay_ms)
+        return max(1, min(delays))
 
     def periodic(self, now_ms: int) -> None:
-        """Timer work: retention, time-based segment rolls, time-based flushes."""
+        """Timer work: retention (when its check is due), time-based segment rolls and flushes, group
+        and transaction timers."""
         self.log_manager.run_periodic(now_ms)
         self.group_coordinator.periodic(now_ms)
         self.transactions.periodic(now_ms)

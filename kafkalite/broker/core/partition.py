@@ -7,15 +7,26 @@ high watermark equals the log end offset as soon as an append returns, and ``ack
 "appended" (plus an fsync when ``log.flush.on.ack`` is set; the handler does that).
 
 An append takes the bytes of one magic-2 batch from a Produce request and checks what Kafka's
-``LogValidator`` checks for a client batch, reading only the 61-byte header: framing, CRC-32C,
-an offset range consistent with the record count, no control batches from clients, a sequence
-when there is a producer id, the size against ``max.message.bytes`` and the max timestamp
-against ``message.timestamp.after.max.ms``. The records are decoded only when the topic forces
-it: a ``compression.type`` other than ``producer`` that differs from the batch's codec
-(the batch is rebuilt with the topic's codec) or a ``message.timestamp.before.max.ms`` bound
-(the smallest timestamp is not in the header). LogAppendTime rewrites the header in place and
-recomputes the CRC. Offsets are assigned by rewriting the base offset in place; the log
-appends the bytes as they are.
+``LogValidator`` checks for a client batch, from the 61-byte header: framing, CRC-32C, an offset
+range consistent with the record count, no control batches from clients, a sequence when there
+is a producer id, the size against ``max.message.bytes``. Offsets are assigned by rewriting the
+base offset in place; the log appends the bytes as they are.
+
+Timestamps follow Kafka's rules. With ``message.timestamp.type=LogAppendTime`` the header gets
+the LogAppendTime flag and the append time as its max timestamp (the CRC is recomputed); a
+client batch that already carries the flag is INVALID_TIMESTAMP. With CreateTime, Kafka stores
+as the batch's max timestamp the largest record timestamp (-1 when no record has one), whatever
+the client's header said, and checks every record timestamp other than -1 against
+``message.timestamp.before.max.ms`` and ``after.max.ms``. Reading every record's timestamp costs
+a walk over the records (and a decompression), so the header's max timestamp is trusted when it
+is plausible: a first timestamp of 0 or more and a max timestamp not below it (equal to it in a
+one-record batch). Every client that computes the header writes such a header; the clients known
+to send a wrong one leave it unset (0 or -1 under records without a timestamp, as librdkafka 2.0
+does; a value below the first timestamp, as Sarama did), and those batches are walked and their
+header corrected. The records are also walked when ``message.timestamp.before.max.ms`` is set
+(the smallest timestamp is not in the header), and decoded in full only to rebuild a batch whose
+codec is not the topic's ``compression.type``, or to name the records a timestamp check
+refused (``RecordValidationError``, which Produce v8+ reports per record as Kafka does).
 
 Batches with a producer id go through the partition's ``ProducerStateManager`` (see
 ``kafkalite.broker.core.log.producer_state``): before the append, a duplicate of one of the producer's last five
@@ -48,8 +59,10 @@ from kafkalite.protocol.compression import Compression
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
 from kafkalite.protocol.records import (
+    NO_TIMESTAMP,
     ControlRecordType,
     EndTransactionMarker,
+    Record,
     RecordBatch,
     TimestampType,
     build_end_transaction_marker,
@@ -58,7 +71,7 @@ from kafkalite.protocol.records import (
 
 log = logging.getLogger("kafkalite.partition")
 
-__all__ = ["AppendInfo", "Partition", "ReadInfo", "LEADER_EPOCH"]
+__all__ = ["AppendInfo", "Partition", "ReadInfo", "RecordValidationError", "LEADER_EPOCH"]
 
 LEADER_EPOCH = 0
 _LONG_MAX = (1 << 63) - 1
@@ -69,6 +82,15 @@ _TOPIC_CODECS = {
     "lz4": Compression.LZ4,
     "zstd": Compression.ZSTD,
 }
+
+
+class RecordValidationError(KafkaError):
+    """Records of a batch refused one by one: ``record_errors`` holds ``(batch index, message)`` for
+    each, which Produce v8+ returns alongside the partition's error, as Kafka's log validator does."""
+
+    def __init__(self, error_code: ErrorCode, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(error_code, message)
+        self.record_errors = record_errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,14 +218,20 @@ class Partition:
                                             f"{batch.producer_epoch} for {self} failed: {error.name}")
         elif batch.is_transactional:
             raise KafkaError(ErrorCode.INVALID_RECORD, "A transactional batch needs a producer id")
-        if not log_append:
-            self._check_timestamps(batch, now_ms, settings)
+        client_log_append = batch.timestamp_type is TimestampType.LOG_APPEND_TIME
+        if client_log_append and (log_append or batch.max_timestamp == NO_TIMESTAMP):
+            raise _refuse_records(batch, lambda record: (
+                f"Invalid timestamp type in message {_describe(record)}. Producer should not set timestamp "
+                "type to LogAppendTime."))
+        max_timestamp = NO_TIMESTAMP if log_append else self._create_time_max_timestamp(batch, now_ms, settings)
         target = settings.compression_type
         if target != "producer" and _TOPIC_CODECS.get(target, batch.compression) != batch.compression:
             data = self._recompress(batch, _TOPIC_CODECS[target], now_ms if log_append else None)
             batch = RecordBatch(data)
         elif log_append:
             batch.set_log_append_time(now_ms)
+        else:  # a no-op (no CRC to recompute) when the client's header was right
+            batch.set_max_timestamp(TimestampType.CREATE_TIME, max_timestamp)
         base_offset = self._append(batch, now_ms)
         return AppendInfo(base_offset, now_ms if log_append else -1, self.log.log_start_offset)
 
@@ -270,22 +298,35 @@ class Partition:
         known = TOPIC_KEYS[key]
         return known.format(getattr(self.settings, key.replace(".", "_"))) or ""
 
-    def _check_timestamps(self, batch: RecordBatch, now_ms: int, settings: TopicConfig) -> None:
-        after = settings.message_timestamp_after_max_ms
-        if batch.max_timestamp > now_ms + after and after < _LONG_MAX:
-            raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                              f"Timestamp {batch.max_timestamp} of a record is more than {after} ms "
-                              "in the future (message.timestamp.after.max.ms)")
+    def _create_time_max_timestamp(self, batch: RecordBatch, now_ms: int, settings: TopicConfig) -> int:
+        """The max timestamp Kafka stores for a CreateTime batch, once every record timestamp (other
+        than -1) is checked against ``message.timestamp.before.max.ms`` and ``after.max.ms``.
+
+        The header's value stands when it is plausible and no lower bound is set (the module
+        docstring says why); otherwise the records' timestamps are read."""
         before = settings.message_timestamp_before_max_ms
-        if before < _LONG_MAX:
+        after = settings.message_timestamp_after_max_ms
+        if batch.timestamp_type is TimestampType.LOG_APPEND_TIME:  # every record reads as the header's
+            earliest = latest = batch.max_timestamp
+        elif before < _LONG_MAX or not _max_timestamp_is_plausible(batch):
             try:
-                earliest = min(record.timestamp for record in batch.records())
+                earliest, latest = batch.timestamp_bounds()
             except CorruptRecordError as exc:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-            if earliest < now_ms - before:
-                raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                                  f"Timestamp {earliest} of a record is more than {before} ms in the past "
-                                  "(message.timestamp.before.max.ms)")
+        else:
+            earliest, latest = NO_TIMESTAMP, batch.max_timestamp
+        if ((latest != NO_TIMESTAMP and latest - now_ms > after)
+                or (earliest != NO_TIMESTAMP and now_ms - earliest > before)):
+            low, high = _java_long(now_ms - before), _java_long(now_ms + after)
+
+            def out_of_range(record: Record) -> str | None:
+                if record.timestamp == NO_TIMESTAMP or -before <= record.timestamp - now_ms <= after:
+                    return None
+                return (f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. "
+                        f"The timestamp should be within [{low}, {high}]")
+
+            raise _refuse_records(batch, out_of_range)
+        return latest
 
     def _recompress(self, batch: RecordBatch, codec: Compression, log_append_time: int | None) -> bytearray:
         """Rebuild a batch with the topic's codec (the one path that decodes produced records)."""
@@ -344,3 +385,34 @@ class Partition:
         if self._listeners:
             for listener in list(self._listeners):
                 listener(self, size)
+
+
+def _max_timestamp_is_plausible(batch: RecordBatch) -> bool:
+    """Whether a CreateTime header's max timestamp can stand without reading the records: a first
+    timestamp of 0 or more and a max timestamp not below it (equal to it in a one-record batch)."""
+    first, latest = batch.base_timestamp, batch.max_timestamp
+    return 0 <= first <= latest and (latest == first or batch.records_count > 1)
+
+
+def _refuse_records(batch: RecordBatch, check: Callable[[Record], str | None]) -> RecordValidationError:
+    """INVALID_TIMESTAMP for a batch whose records ``check`` refuses, with a message per refused
+    record, as Kafka's log validator reports them."""
+    try:
+        refused = [(index, message) for index, record in enumerate(batch.records())
+                   if (message := check(record)) is not None]
+    except CorruptRecordError as exc:
+        return RecordValidationError(ErrorCode.CORRUPT_MESSAGE, str(exc), [])
+    return RecordValidationError(ErrorCode.INVALID_TIMESTAMP,
+                                 "One or more records have been rejected due to invalid timestamp", refused)
+
+
+def _describe(record: Record) -> str:
+    """A record as Kafka's messages name it."""
+    key = 0 if record.key is None else len(record.key)
+    value = 0 if record.value is None else len(record.value)
+    return f"DefaultRecord(offset={record.offset}, timestamp={record.timestamp}, key={key} bytes, value={value} bytes)"
+
+
+def _java_long(value: int) -> int:
+    """``value`` wrapped to a signed 64-bit integer, as Java's long arithmetic leaves it."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)

@@ -228,6 +228,22 @@ class TopicManager:
         self._write_metadata()
         return topic
 
+    def move_partition(self, name: str, index: int, log_dir: Path) -> None:
+        """Move a partition's log to another log directory (AlterReplicaLogDirs); its producer state
+        snapshots move with it."""
+        partition = self.partition(name, index)
+        if partition is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        try:
+            moved = self.log_manager.move_log(name, index, log_dir)
+        except OSError:
+            reopened = self.log_manager.get_log(name, index)
+            if reopened is not None:
+                partition.log = reopened
+            raise
+        partition.log = moved
+        partition.producer_state.directory = moved.directory
+
     def validate_configs(self, configs: Mapping[str, str]) -> None:
         """Raise ``ConfigError`` (INVALID_CONFIG) for an unknown key or a bad value."""
         for key, value in configs.items():

@@ -12,9 +12,15 @@ names. Null or empty ``configuration_keys`` means every key; unknown keys are le
 v0 has no source: ``is_default`` is set for values that come from a built-in default. v3+ adds
 ``config_type`` and, when asked, the documentation. Sensitive values are returned as null.
 
+A BROKER resource also lists the keys the config table does not know that were set (statically or
+dynamically), as Kafka lists custom keys: sensitive, so without a value, and of unknown type. A
+CLIENT_METRICS resource lists the keys of that client-metrics subscription (none when there is no
+such subscription), with source CLIENT_METRICS_CONFIG.
+
 Errors, per resource as Kafka answers them: an illegal topic name is INVALID_TOPIC_EXCEPTION, an
 unknown topic UNKNOWN_TOPIC_OR_PARTITION, a broker name that is neither empty nor this node's id
-INVALID_REQUEST, and GROUP and CLIENT_METRICS resources (not implemented here) INVALID_REQUEST.
+INVALID_REQUEST, an empty client-metrics name INVALID_REQUEST, and GROUP resources (not
+implemented here) INVALID_REQUEST.
 
 This module also holds what the three config handlers share: the resource types, the check of a
 broker resource name, and the broker's loggers (the BROKER_LOGGER resource).
@@ -48,8 +54,6 @@ __all__ = [
     "log4j_level",
 ]
 
-# Kafka's DescribeConfigsResponse.ConfigSource id for a logger level (config.ConfigSource stops at 5).
-DYNAMIC_BROKER_LOGGER_CONFIG = 6
 ROOT_LOGGER = "root"
 _BROKER_LOGGER_PREFIX = "kafkalite"
 
@@ -127,6 +131,8 @@ def handle_describe_configs(context: RequestContext, request: DescribeConfigsReq
         try:
             if resource.resource_type == ResourceType.BROKER_LOGGER:
                 result.configs = _describe_loggers(context, resource)
+            elif resource.resource_type == ResourceType.CLIENT_METRICS:
+                result.configs = _describe_client_metrics(context, resource)
             else:
                 result.configs = [config_result(entry, version, include_synonyms, include_documentation)
                                   for entry in _describe(context, resource)]
@@ -175,9 +181,25 @@ def _describe_loggers(context: RequestContext,
     keys = resource.configuration_keys or None
     return [
         DescribeConfigsResourceResult(name=name, value=log4j_level(logger.getEffectiveLevel()), read_only=False,
-                                      config_source=DYNAMIC_BROKER_LOGGER_CONFIG, is_sensitive=False, synonyms=[],
+                                      config_source=int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG),
+                                      is_sensitive=False, synonyms=[],
                                       config_type=int(ConfigType.STRING), documentation=None)
         for name, logger in broker_loggers().items() if keys is None or name in keys
+    ]
+
+
+def _describe_client_metrics(context: RequestContext,
+                             resource: DescribeConfigsResource) -> list[DescribeConfigsResourceResult]:
+    """A CLIENT_METRICS resource: the keys of that subscription, as they were set."""
+    if not resource.resource_name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty")
+    keys = resource.configuration_keys or None
+    return [
+        DescribeConfigsResourceResult(name=name, value=value, read_only=False,
+                                      config_source=int(ConfigSource.CLIENT_METRICS_CONFIG), is_sensitive=False,
+                                      synonyms=[], config_type=int(ConfigType.UNKNOWN), documentation=None)
+        for name, value in context.cluster.dynamic_configs.client_metrics(resource.resource_name).items()
+        if keys is None or name in keys
     ]
 
 

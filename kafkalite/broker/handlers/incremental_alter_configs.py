@@ -1,18 +1,23 @@
-"""IncrementalAlterConfigs (API key 44), v0-1: change single config keys of topics, this broker or its loggers.
+"""IncrementalAlterConfigs (API key 44), v0-1: change single config keys of topics, this broker, its
+loggers or client-metrics subscriptions.
 
 Each key carries an operation: SET (0) gives it a value, DELETE (1) removes the override (the
 default applies again), APPEND (2) and SUBTRACT (3) add or remove comma-separated items of a LIST
-key such as ``cleanup.policy``, starting from the current override or, without one, the effective
-default. APPEND/SUBTRACT on any other key is INVALID_CONFIG. Keys not named keep their values.
-TOPIC resources change the topic's overrides (effective at once on every partition log), BROKER
-resources this node's dynamic configs (or, with the empty name, the cluster-wide defaults), and
+key such as ``cleanup.policy``. Keys not named keep their values. TOPIC resources change the
+topic's overrides (effective at once on every partition log); APPEND/SUBTRACT start from the
+current override or, without one, the effective default, and are INVALID_CONFIG on other types.
+BROKER resources change this node's dynamic configs (or, with the empty name, the cluster-wide
+defaults), kept in the data directory; APPEND/SUBTRACT start from the dynamic value or the key's
+default and are INVALID_CONFIG ("Config value append is not allowed for config key: ...") on keys
+that are not lists; the resulting set is checked as AlterConfigs checks it (see ``alter_configs``).
 BROKER_LOGGER resources (named after this node) set or reset the level of the root logger or a
-``kafkalite.*`` logger, in log4j level names. Validation and errors are those of AlterConfigs
-(see ``alter_configs``), plus INVALID_REQUEST for an unknown operation and, on loggers, for
-APPEND/SUBTRACT or for removing the root logger's level. ``validate_only`` checks without changing
-anything; each resource is all-or-nothing.
+``kafkalite.*`` logger, in log4j level names. CLIENT_METRICS resources create, change or delete a
+client-metrics subscription (``metrics`` and ``match`` are lists). Validation and errors are those
+of AlterConfigs, plus INVALID_REQUEST for an unknown operation and, on loggers, for APPEND/SUBTRACT
+or for removing the root logger's level. ``validate_only`` checks without changing anything; each
+resource is all-or-nothing.
 
-Not implemented: GROUP and CLIENT_METRICS resources (INVALID_REQUEST) and alter-config policies.
+Not implemented: GROUP resources (INVALID_REQUEST) and alter-config policies.
 """
 
 from __future__ import annotations
@@ -22,12 +27,8 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import BROKER_KEYS, TOPIC_KEYS, ConfigType
-from kafkalite.broker.handlers.alter_configs import (
-    alter_broker_configs,
-    alter_each_resource,
-    check_config_keys,
-    dynamic_broker_configs,
-)
+from kafkalite.broker.core.dynamic_configs import CLIENT_METRICS_KEYS
+from kafkalite.broker.handlers.alter_configs import alter_each_resource, check_config_keys
 from kafkalite.broker.handlers.describe_configs import (
     LOG4J_LEVELS,
     ROOT_LOGGER,
@@ -81,6 +82,8 @@ def _alter(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool
         _alter_topic(cluster, resource, validate_only)
     elif resource.resource_type == ResourceType.BROKER:
         _alter_broker(cluster, resource, validate_only)
+    elif resource.resource_type == ResourceType.CLIENT_METRICS:
+        _alter_client_metrics(cluster, resource, validate_only)
     elif resource.resource_type == ResourceType.BROKER_LOGGER:
         check_broker_resource(resource.resource_name, cluster.node_id, allow_cluster_default=False)
         _alter_loggers(resource.configs, validate_only)
@@ -113,7 +116,7 @@ def _alter_topic(cluster: Cluster, resource: AlterConfigsResource, validate_only
 
 def _alter_broker(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool) -> None:
     cluster_default = check_broker_resource(resource.resource_name, cluster.node_id)
-    current = dynamic_broker_configs(cluster, cluster_default)
+    current = cluster.dynamic_configs.broker_configs(cluster_default)
     changes: dict[str, str | None] = {}
     for config in resource.configs:
         operation = OpType(config.config_operation)
@@ -121,14 +124,35 @@ def _alter_broker(cluster: Cluster, resource: AlterConfigsResource, validate_onl
             changes[config.name] = config.value
         elif operation is OpType.DELETE:
             changes[config.name] = None
-        else:
-            cluster.config.validate_broker_config(config.name, None)  # known and dynamic
-            _require_list(config, BROKER_KEYS[config.name].type)
+        else:  # Kafka's broker: lists only, from the dynamic value or the key's default
+            known = BROKER_KEYS.get(config.name)
+            if known is None:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {config.name}")
+            if known.type is not ConfigType.LIST:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Config value {operation.name.lower()} is not allowed "
+                                                           f"for config key: {config.name}")
             base = current.get(config.name)
             if base is None:
-                base = ",".join(cluster.config.get_list(config.name))
+                base = known.format(known.default) or ""
             changes[config.name] = _apply_list_operation(operation, base, config.value or "")
-    alter_broker_configs(cluster, changes, cluster_default, validate_only)
+            current[config.name] = changes[config.name] or ""
+    cluster.dynamic_configs.alter_broker(changes, cluster_default=cluster_default, validate_only=validate_only)
+
+
+def _alter_client_metrics(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool) -> None:
+    values = cluster.dynamic_configs.client_metrics(resource.resource_name)
+    for config in resource.configs:
+        operation = OpType(config.config_operation)
+        if operation is OpType.SET:
+            values[config.name] = config.value or ""
+        elif operation is OpType.DELETE:
+            values.pop(config.name, None)
+        else:
+            if not CLIENT_METRICS_KEYS.get(config.name, False):
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Can't {operation.name} to key {config.name} because its type is not LIST.")
+            values[config.name] = _apply_list_operation(operation, values.get(config.name, ""), config.value or "")
+    cluster.dynamic_configs.set_client_metrics(resource.resource_name, values, validate_only=validate_only)
 
 
 def _require_list(config: AlterableConfig, config_type: ConfigType) -> None:

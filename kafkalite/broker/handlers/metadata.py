@@ -21,7 +21,7 @@ from kafkalite.protocol.messages.metadata_response import (
 from kafkalite.protocol.primitives import ZERO_UUID
 
 # Kafka's AclOperation codes: bit n set means operation n is allowed.
-_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))  # READ..ALTER_CONFIGS
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))  # READ..ALTER_CONFIGS
 _CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))  # CREATE..DESCRIBE_TOKENS
 NOT_REQUESTED = -(2**31)
 
@@ -92,5 +92,5 @@ def _describe(topic: Topic, node: int, with_operations: bool) -> MetadataRespons
             )
             for partition in topic.partitions
         ],
-        topic_authorized_operations=_TOPIC_OPERATIONS if with_operations else NOT_REQUESTED,
+        topic_authorized_operations=TOPIC_OPERATIONS if with_operations else NOT_REQUESTED,
     )

@@ -1,7 +1,9 @@
 """Produce (API key 0), v3-11 served; v0-2 advertised (old librdkafka looks for them) and refused.
 
 Each partition's records must be exactly one magic-2 batch; ``Partition.append_from_client``
-validates it from its header and CRC and appends it without decoding the records. ``acks=0``
+validates it from its header and CRC and appends it without decoding the records (the record
+timestamps are read only when Kafka's timestamp rules need them; see ``core.partition``). Records
+refused by a timestamp check are listed in ``record_errors`` (v8+) by batch index, as Kafka does. ``acks=0``
 gets no response at all; ``acks=1`` and ``acks=-1`` are answered once the batches are in the
 log (this node is the whole ISR), and with ``log.flush.on.ack=true`` an ``acks=-1`` answer waits
 until the written partitions are fsynced. Errors are per partition, as in Kafka.
@@ -10,10 +12,11 @@ Idempotent and transactional batches are checked against the partition's produce
 ``kafkalite.broker.core.log.producer_state``): a retried duplicate is answered with its original base offset and
 not written again; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, a fenced epoch
 INVALID_PRODUCER_EPOCH. The first batch of a transaction in a partition is verified with the
-transaction coordinator (KIP-890): a partition not added to the producer's ongoing transaction is
-refused with INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11, as Kafka answers); while the
-transaction's markers are being written the answer is NOT_ENOUGH_REPLICAS, which every client
-retries (Kafka's translation of CONCURRENT_TRANSACTIONS for Produce).
+transaction coordinator (KIP-890; unless ``transaction.partition.verification.enable`` is false):
+a partition not added to the producer's ongoing transaction is refused with INVALID_TXN_STATE
+(TRANSACTION_ABORTABLE from v11, as Kafka answers); while the transaction's markers are being
+written the answer is NOT_ENOUGH_REPLICAS, which every client retries (Kafka's translation of
+CONCURRENT_TRANSACTIONS for Produce).
 """
 
 from __future__ import annotations
@@ -22,12 +25,16 @@ import asyncio
 import time
 from collections.abc import Awaitable
 
-from kafkalite.broker.core.partition import Partition
+from kafkalite.broker.core.partition import Partition, RecordValidationError
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.compression import Compression
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import ProduceRequest, ProduceResponse
-from kafkalite.protocol.messages.produce_response import PartitionProduceResponse, TopicProduceResponse
+from kafkalite.protocol.messages.produce_response import (
+    BatchIndexAndErrorMessage,
+    PartitionProduceResponse,
+    TopicProduceResponse,
+)
 
 _MIN_SERVED_VERSION = 3
 
@@ -40,7 +47,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     response = ProduceResponse()
     now_ms = int(time.time() * 1000)
     written: list[Partition] = []
-    verify = context.cluster.transactions.verify_partition
+    verify = context.cluster.transactions.verify_partition if context.cluster.verify_transactions else None
     for topic_data in request.topic_data:
         topic_response = TopicProduceResponse(name=topic_data.name)
         response.responses.append(topic_response)
@@ -80,6 +87,9 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
                     result.error_code = ErrorCode.INVALID_TXN_STATE
                 result.error_message = exc.message
                 result.log_start_offset = partition.log_start_offset
+                if isinstance(exc, RecordValidationError):
+                    result.record_errors = [BatchIndexAndErrorMessage(batch_index=index, batch_index_error_message=text)
+                                            for index, text in exc.record_errors]
                 continue
             result.base_offset = appended.base_offset
             result.log_append_time_ms = appended.log_append_time

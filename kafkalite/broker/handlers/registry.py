@@ -2,7 +2,7 @@
 
 A handler module registers each API it serves with ``@handles(api_key, min_version, max_version)``.
 ApiVersions, the network layer and ``docs/compatibility.md`` all read ``HANDLERS``, so what the
-broker advertises is exactly what it serves.
+broker advertises is exactly what it serves; ``NOT_SERVED`` says why each other API is not.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kafkalite.protocol.messages import REQUESTS, RESPONSES
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
 
-__all__ = ["ApiHandler", "HANDLERS", "RequestContext", "handles", "HandlerResult"]
+__all__ = ["ApiHandler", "HANDLERS", "NOT_SERVED", "RequestContext", "handles", "HandlerResult"]
 
 # A handler answers with a response, or None when no response is sent (Produce with acks=0);
 # it may be a coroutine when the answer has to wait (long-poll Fetch, JoinGroup...).
@@ -53,6 +53,38 @@ class ApiHandler:
 
 
 HANDLERS: dict[int, ApiHandler] = {}
+
+# The APIs of Kafka's broker listener that kafkalite does not serve, and why. Every API key of the
+# generated message classes is either in HANDLERS or here (a unit test checks it), and
+# docs/compatibility.md gives the reason for each.
+_SHARE_GROUPS = "share groups (KIP-932) are early access in Kafka 4.0, off unless enabled, and not served here"
+NOT_SERVED: dict[int, str] = {
+    17: "clients are not authenticated: listeners are PLAINTEXT only, so a client set up for SASL cannot connect",
+    36: "clients are not authenticated: listeners are PLAINTEXT only, so a client set up for SASL cannot connect",
+    38: "delegation tokens need an authenticated (SASL or TLS) connection, and there is none",
+    39: "delegation tokens need an authenticated (SASL or TLS) connection, and there is none",
+    40: "delegation tokens need an authenticated (SASL or TLS) connection, and there is none",
+    41: "delegation tokens need an authenticated (SASL or TLS) connection, and there is none",
+    48: "requests are never throttled, so there are no client quotas to describe",
+    49: "requests are never throttled, so there are no client quotas to set",
+    50: "without SASL there are no SCRAM credentials",
+    51: "without SASL there are no SCRAM credentials",
+    57: "no feature is finalized (ApiVersions lists none), so there is nothing to update",
+    64: "this node is the only broker and is always registered",
+    71: "clients cannot push metrics: client-metrics subscriptions are stored and listed, never applied",
+    72: "clients cannot push metrics: client-metrics subscriptions are stored and listed, never applied",
+    76: _SHARE_GROUPS,
+    77: _SHARE_GROUPS,
+    78: _SHARE_GROUPS,
+    79: _SHARE_GROUPS,
+    80: "this node is the only voter of its quorum, which kafkalite does not run as KRaft; there is none to add",
+    81: "this node is the only voter of its quorum, which kafkalite does not run as KRaft; there is none to remove",
+    83: _SHARE_GROUPS,
+    84: _SHARE_GROUPS,
+    85: _SHARE_GROUPS,
+    86: _SHARE_GROUPS,
+    87: _SHARE_GROUPS,
+}
 
 _F = TypeVar("_F", bound=Callable[..., HandlerResult])
 

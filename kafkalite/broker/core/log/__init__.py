@@ -3,8 +3,9 @@
 Modules: ``partition_log`` (``LogConfig``, the ``PartitionLog`` interface, ``SegmentedLog``: the logic
 both engines share), ``segment`` (``LogSegment``), ``index`` (the ``.index`` and ``.timeindex`` files),
 ``disk`` (``DiskLog`` and ``FileSegment``), ``memory`` (``MemoryLog``), ``manager`` (``LogManager``: every
-log of the data directory, checkpoints, periodic work), ``producer_state`` (idempotent and
-transactional producers per partition) and ``txn_index`` (aborted transactions per segment).
+log of the log directories, their checkpoints, periodic work, moves between directories),
+``producer_state`` (idempotent and transactional producers per partition) and ``txn_index``
+(aborted transactions per segment).
 Nothing here knows about topics, groups or the network.
 
 Theory of operation
@@ -50,9 +51,10 @@ forward), the indexes of the scanned segments are rebuilt, and the log is trunca
 corrupt batch; any later segment is deleted.
 
 **Retention** deletes whole segments, oldest first: by ``retention.ms`` (a segment whose largest
-timestamp is older than now - retention) and by ``retention.bytes`` (while the log minus that segment is
-still at least retention.bytes). If every segment goes, including a non-empty active one, the log rolls
-first so an empty active segment remains at the log end offset. The log start offset moves up to the
+timestamp, or last modification when no record in it has a timestamp, is older than now -
+retention) and by ``retention.bytes`` (while the log minus that segment is still at least
+retention.bytes). If every segment goes, including a non-empty active one, the log rolls first so
+an empty active segment remains at the log end offset. The log start offset moves up to the
 first remaining segment. ``delete_records_before`` raises the log start offset and drops segments
 entirely below it.
 """

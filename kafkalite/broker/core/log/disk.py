@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from kafkalite.broker.core.log.files import FileHandle, OpenFiles
 from kafkalite.broker.core.log.index import IndexCorrupt, OffsetIndex, TimeIndex, write_all
 from kafkalite.broker.core.log.partition_log import LogConfig, SegmentedLog, wall_clock_ms
 from kafkalite.broker.core.log.segment import (
@@ -72,8 +73,8 @@ _MAX_BLOCK: Final = 8 * 1024 * 1024
 
 
 
-def file_batches(fd: int, start: int, end: int, block_size: int) -> Iterator[tuple[int, RecordBatch]]:
-    """Walk the magic-2 batches stored in ``fd`` between positions ``start`` and ``end``.
+def file_batches(file: FileHandle, start: int, end: int, block_size: int) -> Iterator[tuple[int, RecordBatch]]:
+    """Walk the magic-2 batches stored in ``file`` between positions ``start`` and ``end``.
 
     Yields ``(file position, batch)``; each batch is a view into a block read with one ``os.pread`` of
     about ``block_size`` bytes (more when a batch is larger). Stops quietly at a partial batch at the
@@ -83,7 +84,7 @@ def file_batches(fd: int, start: int, end: int, block_size: int) -> Iterator[tup
     block_size = min(max(block_size, _SCAN_BLOCK), _MAX_BLOCK)
     while end - position >= LOG_OVERHEAD:
         want = min(end - position, block_size)
-        block = os.pread(fd, want, position)
+        block = os.pread(file.descriptor(), want, position)
         if len(block) < LOG_OVERHEAD:
             return
         consumed = 0
@@ -114,22 +115,26 @@ class RecoveryOutcome:
 class FileSegment(LogSegment):
     """A segment stored as Kafka's three files in the partition directory.
 
-    The ``.log`` file descriptor stays open (``O_RDWR | O_APPEND``): appends use ``os.write``, reads
-    ``os.pread``. Index files are opened for writing only while the segment is active.
+    The ``.log`` file is opened ``O_RDWR | O_APPEND`` through the log manager's ``OpenFiles`` budget
+    (closed when least recently used, reopened when needed): appends use ``os.write``, reads
+    ``os.pread``. Index files are opened for writing only while the segment is active, through the
+    same budget.
     """
 
-    def __init__(self, directory: Path, base_offset: int, now_ms: int, *, create: bool) -> None:
+    def __init__(self, directory: Path, base_offset: int, now_ms: int, *, create: bool,
+                 files: OpenFiles | None = None) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | (os.O_TRUNC if create else 0)
+        files = files if files is not None else OpenFiles(None)
         if create:
             (directory / segment_file_name(base_offset, INDEX_SUFFIX)).unlink(missing_ok=True)
             (directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX)).unlink(missing_ok=True)
-        self._fd = os.open(self.log_path, flags, 0o644)
-        self.offset_index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX))
-        self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX))
-        stat = os.fstat(self._fd)
+        self._file = FileHandle(files, self.log_path, os.O_RDWR | os.O_APPEND,
+                                create_flags=os.O_CREAT | (os.O_TRUNC if create else 0))
+        self.offset_index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX), files)
+        self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), files)
+        stat = os.fstat(self._file.descriptor())
         self.size = stat.st_size
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
@@ -171,7 +176,7 @@ class FileSegment(LogSegment):
             return True
         start = last_offset_entry[1] if last_offset_entry is not None else 0
         try:
-            for _, batch in file_batches(self._fd, start, self.size, _MIN_BLOCK):
+            for _, batch in file_batches(self._file, start, self.size, _MIN_BLOCK):
                 self.next_offset = batch.last_offset + 1
                 if batch.max_timestamp > self.max_timestamp:  # the active segment's time index lags
                     self.max_timestamp = batch.max_timestamp
@@ -200,7 +205,7 @@ class FileSegment(LogSegment):
         reason: str | None = None
         expected_offset = self.base_offset
         try:
-            for position, batch in file_batches(self._fd, 0, self.size, 1024 * 1024):
+            for position, batch in file_batches(self._file, 0, self.size, 1024 * 1024):
                 batch.validate_crc()
                 if batch.base_offset < expected_offset:
                     raise CorruptRecordError(f"base offset {batch.base_offset} is below {expected_offset}")
@@ -223,7 +228,7 @@ class FileSegment(LogSegment):
         if truncated and reason is None:
             reason = "partial batch at the end"
         if truncated:
-            os.ftruncate(self._fd, valid)
+            os.ftruncate(self._file.descriptor(), valid)
             self.size = valid
             self._log_dirty = True
         if self.max_timestamp >= 0 and (not time_entries or self.max_timestamp > time_entries[-1][0]):
@@ -237,7 +242,7 @@ class FileSegment(LogSegment):
 
     def append(self, batch: RecordBatch, now_ms: int, index_interval_bytes: int) -> int:
         position = self.size
-        write_all(self._fd, batch.buffer)
+        write_all(self._file.descriptor(), batch.buffer)
         self._log_dirty = True
         self._note_append(batch, now_ms)
         if self._bytes_since_index_entry > index_interval_bytes:
@@ -267,7 +272,7 @@ class FileSegment(LogSegment):
 
     def _header_at(self, position: int) -> _BatchSpan | None:
         """Offsets and size of the batch stored at ``position``, from its first 27 bytes only."""
-        head = os.pread(self._fd, _SPAN.size, position)
+        head = os.pread(self._file.descriptor(), _SPAN.size, position)
         if len(head) < _SPAN.size:
             return None
         base_offset, length, last_offset_delta = _SPAN.unpack(head)
@@ -323,15 +328,15 @@ class FileSegment(LogSegment):
                 if not min_one_batch:
                     return SegmentRead(stopped=True)
                 end = start + first.size
-        data = os.pread(self._fd, end - start, start)
+        data = os.pread(self._file.descriptor(), end - start, start)
         if end >= self.size:
             next_offset = self.next_offset
         else:
-            (next_offset,) = _BASE_OFFSET.unpack(os.pread(self._fd, _BASE_OFFSET.size, end))
+            (next_offset,) = _BASE_OFFSET.unpack(os.pread(self._file.descriptor(), _BASE_OFFSET.size, end))
         return SegmentRead([data], len(data), first.base_offset, next_offset, stopped)
 
     def batches_from(self, offset: int) -> Iterator[RecordBatch]:
-        for _, batch in file_batches(self._fd, self._position_for(offset), self.size, _MIN_BLOCK):
+        for _, batch in file_batches(self._file, self._position_for(offset), self.size, _MIN_BLOCK):
             if batch.last_offset >= offset:
                 yield batch
 
@@ -345,7 +350,7 @@ class FileSegment(LogSegment):
     def sync_handles(self) -> list[int]:
         handles = []
         if self._log_dirty:
-            handles.append(os.dup(self._fd))
+            handles.append(self._file.duplicate())
             self._log_dirty = False
         for index in (self.offset_index, self.time_index):
             handle = index.sync_handle()
@@ -356,9 +361,7 @@ class FileSegment(LogSegment):
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
 
     def delete(self) -> None:
         self.close()
@@ -373,17 +376,21 @@ class DiskLog(SegmentedLog):
     Build it with :meth:`create` (new, empty) or :meth:`load` (existing, with recovery).
     """
 
-    def __init__(self, directory: Path, config: LogConfig, now_ms: int) -> None:
+    def __init__(self, directory: Path, config: LogConfig, now_ms: int, files: OpenFiles | None = None) -> None:
         super().__init__(directory.name, config, now_ms)
         self.directory = directory
+        self._files = files if files is not None else OpenFiles(None)
         self._directory_dirty = True
 
     @classmethod
-    def create(cls, directory: Path, config: LogConfig, now_ms: int | None = None) -> DiskLog:
-        """A new empty log with one segment at offset 0; the directory is created if missing."""
+    def create(cls, directory: Path, config: LogConfig, now_ms: int | None = None,
+               files: OpenFiles | None = None) -> DiskLog:
+        """A new empty log with one segment at offset 0; the directory is created if missing.
+
+        ``files`` is the open-file budget its segments share with other logs (none: no limit)."""
         now = wall_clock_ms() if now_ms is None else now_ms
         directory.mkdir(parents=True, exist_ok=True)
-        disk_log = cls(directory, config, now)
+        disk_log = cls(directory, config, now, files)
         disk_log._add_segment(disk_log._new_segment(0, now))
         return disk_log
 
@@ -397,13 +404,14 @@ class DiskLog(SegmentedLog):
         log_start_offset: int = 0,
         clean_shutdown: bool,
         now_ms: int | None = None,
+        files: OpenFiles | None = None,
     ) -> DiskLog:
         """Open the segments in ``directory``; after an unclean shutdown, recover from ``recovery_point``.
 
         Logs one INFO line per partition that needed recovery, saying what was truncated.
         """
         now = wall_clock_ms() if now_ms is None else now_ms
-        disk_log = cls(directory, config, now)
+        disk_log = cls(directory, config, now, files)
         base_offsets = disk_log._scan_directory()
         if not base_offsets:
             disk_log._add_segment(disk_log._new_segment(max(log_start_offset, 0), now))
@@ -411,7 +419,7 @@ class DiskLog(SegmentedLog):
             return disk_log
         recovered: list[str] = []
         for index, base_offset in enumerate(base_offsets):
-            segment = FileSegment(directory, base_offset, now, create=False)
+            segment = FileSegment(directory, base_offset, now, create=False, files=disk_log._files)
             following = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
             expected_start = disk_log._segments[-1].next_offset if disk_log._segments else base_offset
             if clean_shutdown or (following is not None and following <= recovery_point):
@@ -476,7 +484,7 @@ class DiskLog(SegmentedLog):
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         self._directory_dirty = True
-        return FileSegment(self.directory, base_offset, now_ms, create=True)
+        return FileSegment(self.directory, base_offset, now_ms, create=True, files=self._files)
 
     def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
         handles = super()._sync_handles(segments)

@@ -14,6 +14,7 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import ClassVar
 
+from kafkalite.broker.core.log.files import FileHandle, OpenFiles
 from kafkalite.broker.core.log.segment import Buffer
 
 __all__ = ["IndexCorrupt", "OffsetIndex", "TimeIndex", "write_all"]
@@ -29,11 +30,12 @@ class _SparseIndex:
     ENTRY: ClassVar[struct.Struct]
     KEY_TYPE: ClassVar[str]
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, files: OpenFiles | None = None) -> None:
         self.path = path
         self._keys: array[int] | None = None
         self._values: array[int] | None = None
-        self._fd: int | None = None
+        self._appender = FileHandle(files if files is not None else OpenFiles(None), path,
+                                    os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self._dirty = False
         try:
             file_size = path.stat().st_size
@@ -94,9 +96,7 @@ class _SparseIndex:
         return None if slot < 0 else (keys[slot], values[slot])
 
     def append(self, key: int, value: int) -> None:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        write_all(self._fd, self.ENTRY.pack(key, value))
+        write_all(self._appender.descriptor(), self.ENTRY.pack(key, value))
         if self._keys is not None and self._values is not None:
             self._keys.append(key)
             self._values.append(value)
@@ -122,12 +122,10 @@ class _SparseIndex:
         if not self._dirty:
             return None
         self._dirty = False
-        return os.dup(self._fd) if self._fd is not None else os.open(self.path, os.O_RDONLY)
+        return self._appender.duplicate() if self._appender.is_open else os.open(self.path, os.O_RDONLY)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._appender.close()
 
     def delete(self) -> None:
         self.close()

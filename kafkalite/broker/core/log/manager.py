@@ -1,6 +1,9 @@
-"""The log manager: every partition log of the data directory, its checkpoints and its periodic work.
+"""The log manager: every partition log of the log directories, their checkpoints and periodic work.
 
-Layout of the data directory (Kafka's names and formats):
+There may be several log directories (``log.dirs``); the first is also the data directory where
+the rest of the broker keeps its files. A new partition goes to the directory that holds the
+fewest, as Kafka places them, and ``move_log`` moves one to another directory (AlterReplicaLogDirs).
+Layout of each log directory (Kafka's names and formats):
 
 * ``<topic>-<partition>/``: one :class:`~kafkalite.broker.core.log.disk.DiskLog` per partition. The partition is parsed
   from after the last ``-``, so topic names may contain ``.``, ``_`` and ``-``. Each holds
@@ -13,13 +16,21 @@ Layout of the data directory (Kafka's names and formats):
   Its content is Kafka's: ``{"version":"0","broker_epoch":"-1"}``. Absent at open means the last run
   crashed, and each log is recovered from its checkpointed recovery point.
 * Directories ending in ``-delete`` are partitions being deleted; ``open`` finishes the job.
+* ``<topic>-<partition>.<id>-future`` is a partition being moved here from another log directory:
+  the files are copied into it, the source is renamed ``...-delete``, the copy renamed to its
+  final name, the source removed. ``open`` finishes a move the crash interrupted after the
+  source was renamed, and discards a copy made before (the source is still in place).
 
 Other files (``meta.properties`` ...) belong to someone else and are left alone. With ``data_dir=None``
-every log is a :class:`~kafkalite.broker.core.log.memory.MemoryLog` and nothing touches the disk.
+every log is a :class:`~kafkalite.broker.core.log.memory.MemoryLog`, there are no log directories and
+nothing touches the disk.
 
-Periodic work (:meth:`LogManager.run_periodic`, called by the broker's timer): retention, time-based
-rolls, the fsync of segments that have rolled (Kafka schedules it on roll), ``flush.ms``, and a
-checkpoint when a recovery point or log start offset moved.
+Periodic work (:meth:`LogManager.run_periodic`, called by the broker's timer every second or so):
+time-based rolls, the fsync of segments that have rolled (Kafka schedules it on roll), ``flush.ms``,
+and a checkpoint when a recovery point or log start offset moved. Retention keeps Kafka's own
+schedule: the first check ``log.initial.task.delay.ms`` after :meth:`LogManager.open`, then one every
+``log.retention.check.interval.ms`` at a fixed rate (a tick that comes late runs it once, not once per
+missed period).
 """
 
 from __future__ import annotations
@@ -29,11 +40,12 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from kafkalite.broker.core.log.disk import DiskLog
+from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.memory import MemoryLog
 from kafkalite.broker.core.log.partition_log import LogConfig, LogError, PartitionLog, wall_clock_ms
 
@@ -58,19 +70,28 @@ LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 PARTITION_METADATA: Final = "partition.metadata"
 _DELETE_SUFFIX: Final = "-delete"
+_FUTURE_SUFFIX: Final = "-future"
 _CHECKPOINT_VERSION: Final = 0
 
 
 class LogManager:
     """Owns every partition log. Like the logs, touch it only from the event loop."""
 
-    def __init__(self, data_dir: Path | None, default_config: LogConfig) -> None:
+    def __init__(self, data_dir: Path | None, default_config: LogConfig, *, extra_dirs: Sequence[Path] = (),
+                 retention_check_interval_ms: int = 300_000, initial_task_delay_ms: int = 30_000,
+                 files: OpenFiles | None = None) -> None:
         self.data_dir = data_dir
+        self.log_dirs: list[Path] = [] if data_dir is None else [data_dir, *extra_dirs]
         self.default_config = default_config
+        self.files = files if files is not None else OpenFiles(None)  # every segment file's descriptor budget
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.initial_task_delay_ms = initial_task_delay_ms
+        self.next_retention_check_ms: int | None = None  # set by open()
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.had_clean_shutdown = True
-        self._checkpointed: tuple[dict[TopicPartition, int], dict[TopicPartition, int]] | None = None
+        self._dir_of: dict[TopicPartition, Path] = {}  # the log directory of each disk log
+        self._checkpointed: dict[Path, tuple[dict[TopicPartition, int], dict[TopicPartition, int]]] = {}
 
     # --- opening -----------------------------------------------------------------------------------
 
@@ -82,50 +103,92 @@ class LogManager:
         ``topic_configs`` gives per-topic settings (others get the default). Returns :attr:`logs`; the
         topic ids read from ``partition.metadata`` are in :attr:`topic_ids`.
         """
+        now = wall_clock_ms() if now_ms is None else now_ms
+        self.next_retention_check_ms = now + self.initial_task_delay_ms
+        configs = topic_configs or {}
+        futures: list[tuple[Path, TopicPartition]] = []
+        clean = []
+        for root in self.log_dirs:
+            clean.append(self._open_dir(root, configs, now, futures))
+        self.had_clean_shutdown = all(clean)
+        for future, topic_partition in futures:
+            self._finish_move(future, topic_partition, configs, now)
+        self.checkpoint(force=True)
+        for root in self.log_dirs:
+            (root / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         if self.data_dir is None:
             return self.logs
-        now = wall_clock_ms() if now_ms is None else now_ms
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        marker = self.data_dir / CLEAN_SHUTDOWN_FILE
-        self.had_clean_shutdown = marker.exists()
-        recovery_points = read_offset_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT)
-        log_start_offsets = read_offset_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT)
-        for directory in sorted(self.data_dir.iterdir()):
+        if not self.logs:
+            log.info("No partition logs in %s yet", ", ".join(str(root) for root in self.log_dirs))
+        else:
+            log.info(
+                "Loaded %d partition logs from %s after %s shutdown",
+                len(self.logs),
+                ", ".join(str(root) for root in self.log_dirs),
+                "a clean" if self.had_clean_shutdown else "an unclean",
+            )
+        return self.logs
+
+    def _open_dir(self, root: Path, configs: Mapping[str, LogConfig], now: int,
+                  futures: list[tuple[Path, TopicPartition]]) -> bool:
+        """Load the partitions of one log directory; whether it was shut down cleanly. Moves in
+        progress are left in ``futures`` for ``open`` to settle once every directory is loaded."""
+        root.mkdir(parents=True, exist_ok=True)
+        clean_shutdown = (root / CLEAN_SHUTDOWN_FILE).exists()
+        recovery_points = read_offset_checkpoint(root / RECOVERY_POINT_CHECKPOINT)
+        log_start_offsets = read_offset_checkpoint(root / LOG_START_OFFSET_CHECKPOINT)
+        for directory in sorted(root.iterdir()):
             if not directory.is_dir():
                 continue
             if directory.name.endswith(_DELETE_SUFFIX):
                 shutil.rmtree(directory, ignore_errors=True)
                 continue
+            if directory.name.endswith(_FUTURE_SUFFIX):
+                moved = parse_partition_directory(directory.name.rpartition(".")[0])
+                if moved is not None:
+                    futures.append((directory, moved))
+                continue
             topic_partition = parse_partition_directory(directory.name)
             if topic_partition is None:
                 continue
+            if topic_partition in self.logs:
+                log.warning("%s is also in %s; keeping that one", directory, self._dir_of[topic_partition])
+                continue
             topic, _ = topic_partition
-            config = (topic_configs or {}).get(topic, self.default_config)
             self.logs[topic_partition] = DiskLog.load(
                 directory,
-                config,
+                configs.get(topic, self.default_config),
                 recovery_point=recovery_points.get(topic_partition, 0),
                 log_start_offset=log_start_offsets.get(topic_partition, 0),
-                clean_shutdown=self.had_clean_shutdown,
+                clean_shutdown=clean_shutdown,
                 now_ms=now,
+                files=self.files,
             )
-            topic_id = _read_partition_metadata(directory)
-            if topic_id is None:
-                log.warning("%s has no readable %s", directory, PARTITION_METADATA)
-            elif self.topic_ids.setdefault(topic, topic_id) != topic_id:
-                log.warning("%s has topic id %s, other partitions have %s", directory, topic_id, self.topic_ids[topic])
-        self.checkpoint(force=True)
-        marker.unlink(missing_ok=True)
-        if not self.logs:
-            log.info("No partition logs in %s yet", self.data_dir)
-        else:
-            log.info(
-                "Loaded %d partition logs from %s after %s shutdown",
-                len(self.logs),
-                self.data_dir,
-                "a clean" if self.had_clean_shutdown else "an unclean",
-            )
-        return self.logs
+            self._dir_of[topic_partition] = root
+            self._note_topic_id(topic, directory)
+        return clean_shutdown
+
+    def _note_topic_id(self, topic: str, directory: Path) -> None:
+        topic_id = _read_partition_metadata(directory)
+        if topic_id is None:
+            log.warning("%s has no readable %s", directory, PARTITION_METADATA)
+        elif self.topic_ids.setdefault(topic, topic_id) != topic_id:
+            log.warning("%s has topic id %s, other partitions have %s", directory, topic_id, self.topic_ids[topic])
+
+    def _finish_move(self, future: Path, topic_partition: TopicPartition, configs: Mapping[str, LogConfig],
+                     now: int) -> None:
+        """A move a crash interrupted: complete it if its source is gone, else drop the copy."""
+        if topic_partition in self.logs:
+            shutil.rmtree(future, ignore_errors=True)
+            return
+        topic, partition = topic_partition
+        final = future.parent / f"{topic}-{partition}"
+        os.replace(future, final)
+        self.logs[topic_partition] = DiskLog.load(final, configs.get(topic, self.default_config),
+                                                  clean_shutdown=False, now_ms=now, files=self.files)
+        self._dir_of[topic_partition] = future.parent
+        self._note_topic_id(topic, final)
+        log.info("completed the move of %s-%d to %s", topic, partition, future.parent)
 
     # --- the logs ----------------------------------------------------------------------------------
 
@@ -152,17 +215,66 @@ class LogManager:
         if self.data_dir is None:
             partition_log = MemoryLog(f"{topic}-{partition}", config, now_ms)
         else:
-            directory = self.data_dir / f"{topic}-{partition}"
+            root = min(self.log_dirs, key=lambda candidate: sum(1 for where in self._dir_of.values()
+                                                                 if where == candidate))
+            directory = root / f"{topic}-{partition}"
             if directory.exists():
                 raise LogError(f"{directory} exists but was not loaded")
-            partition_log = DiskLog.create(directory, config, now_ms)
+            partition_log = DiskLog.create(directory, config, now_ms, self.files)
             _write_partition_metadata(directory, topic_id)
+            self._dir_of[key] = root
         self.logs[key] = partition_log
         self.topic_ids[topic] = topic_id
         return partition_log
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get((topic, partition))
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        """The log directory holding the partition's log (None in memory or for no such log)."""
+        return self._dir_of.get((topic, partition))
+
+    def move_log(self, topic: str, partition: int, target: Path, now_ms: int | None = None) -> PartitionLog:
+        """Move a partition's log to another log directory; the new log, which replaces the old one
+        (closed, not to be used again). Blocks while the files are copied and fsynced. If the copy
+        fails, the log is reopened where it was (``logs`` holds it) and the OSError raised."""
+        key = (topic, partition)
+        source = self._dir_of.get(key)
+        partition_log = self.logs.get(key)
+        if source is None or partition_log is None:
+            raise LogError(f"no disk log for {topic}-{partition}")
+        if target == source:
+            return partition_log
+        if target not in self.log_dirs:
+            raise LogError(f"{target} is not a log directory")
+        name = f"{topic}-{partition}"
+        token = uuid.uuid4().hex
+        future = target / f"{name}.{token}{_FUTURE_SUFFIX}"
+        log_start_offset, config = partition_log.log_start_offset, partition_log.config
+        partition_log.close(flush=True)
+        try:
+            shutil.copytree(source / name, future)
+            _sync_tree(future)
+        except OSError:
+            # The copy failed (a full disk...): drop it and keep serving the log where it was.
+            shutil.rmtree(future, ignore_errors=True)
+            self.logs[key] = DiskLog.load(source / name, config, log_start_offset=log_start_offset,
+                                          clean_shutdown=True, now_ms=wall_clock_ms() if now_ms is None else now_ms,
+                                          files=self.files)
+            raise
+        doomed = source / f"{name}.{token}{_DELETE_SUFFIX}"
+        os.replace(source / name, doomed)
+        os.replace(future, target / name)
+        _sync_directory(source)
+        _sync_directory(target)
+        shutil.rmtree(doomed, ignore_errors=True)
+        moved = DiskLog.load(target / name, config, log_start_offset=log_start_offset, clean_shutdown=True,
+                             now_ms=wall_clock_ms() if now_ms is None else now_ms, files=self.files)
+        self.logs[key] = moved
+        self._dir_of[key] = target
+        self.checkpoint(force=True)
+        log.info("moved %s from %s to %s", name, source, target)
+        return moved
 
     def logs_for_topic(self, topic: str) -> dict[int, PartitionLog]:
         return {partition: partition_log for (name, partition), partition_log in self.logs.items() if name == topic}
@@ -175,6 +287,7 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> None:
         """Remove the log and its files; the topic id is forgotten with the topic's last partition."""
         partition_log = self.logs.pop((topic, partition), None)
+        self._dir_of.pop((topic, partition), None)
         if partition_log is not None:
             partition_log.delete()
         if not self.logs_for_topic(topic):
@@ -183,13 +296,17 @@ class LogManager:
     # --- periodic work and durability --------------------------------------------------------------
 
     def run_periodic(self, now_ms: int) -> int:
-        """Retention, segment.ms rolls, fsync of rolled segments, flush.ms; checkpoint if anything moved.
-
-        Returns the number of segments retention deleted.
-        """
+        """Retention when its check is due, segment.ms rolls, fsync of rolled segments, flush.ms;
+        checkpoint if anything moved. Returns the number of segments retention deleted."""
         deleted = 0
+        due = self.next_retention_check_ms
+        if due is not None and now_ms >= due:
+            # At a fixed rate from the first check, as Kafka's scheduler runs it.
+            interval = self.retention_check_interval_ms
+            self.next_retention_check_ms = due + interval * ((now_ms - due) // interval + 1)
+            for partition_log in self.logs.values():
+                deleted += partition_log.enforce_retention(now_ms)
         for partition_log in self.logs.values():
-            deleted += partition_log.enforce_retention(now_ms)
             partition_log.maybe_roll(now_ms)
             active_base = partition_log.active_segment_base_offset
             if partition_log.recovery_point < active_base:
@@ -205,26 +322,28 @@ class LogManager:
         return deleted
 
     def checkpoint(self, *, force: bool = False) -> None:
-        """Write the recovery-point and log-start-offset checkpoints (only if they changed, unless forced)."""
-        if self.data_dir is None:
-            return
-        recovery_points = {key: partition_log.recovery_point for key, partition_log in self.logs.items()}
-        log_start_offsets = {key: partition_log.log_start_offset for key, partition_log in self.logs.items()}
-        if not force and self._checkpointed == (recovery_points, log_start_offsets):
-            return
-        write_offset_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT, recovery_points)
-        write_offset_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
-        self._checkpointed = (recovery_points, log_start_offsets)
+        """Write each log directory's recovery-point and log-start-offset checkpoints (only if they
+        changed, unless forced)."""
+        for root in self.log_dirs:
+            here = [key for key, where in self._dir_of.items() if where == root]
+            recovery_points = {key: self.logs[key].recovery_point for key in here}
+            log_start_offsets = {key: self.logs[key].log_start_offset for key in here}
+            if not force and self._checkpointed.get(root) == (recovery_points, log_start_offsets):
+                continue
+            write_offset_checkpoint(root / RECOVERY_POINT_CHECKPOINT, recovery_points)
+            write_offset_checkpoint(root / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
+            self._checkpointed[root] = (recovery_points, log_start_offsets)
 
     def close(self, clean: bool = True) -> None:
         """Close every log. ``clean``: flush each, checkpoint, then write the clean-shutdown marker."""
         for partition_log in self.logs.values():
             partition_log.close(flush=clean)
-        if self.data_dir is not None:
-            self.checkpoint(force=True)
-            if clean:
-                _write_durably(self.data_dir / CLEAN_SHUTDOWN_FILE, b'{"version":"0","broker_epoch":"-1"}')
+        self.checkpoint(force=True)
+        if clean:
+            for root in self.log_dirs:
+                _write_durably(root / CLEAN_SHUTDOWN_FILE, b'{"version":"0","broker_epoch":"-1"}')
         self.logs.clear()
+        self._dir_of.clear()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -310,3 +429,23 @@ def _write_durably(path: Path, data: bytes, *, sync: bool = True) -> None:
         os.fsync(directory_fd)
     finally:
         os.close(directory_fd)
+
+
+def _sync_directory(path: Path) -> None:
+    directory_fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(directory_fd)
+    finally:
+        os.close(directory_fd)
+
+
+def _sync_tree(root: Path) -> None:
+    """fsync every file under ``root`` and the directory itself (a copied partition)."""
+    for path in root.iterdir():
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    _sync_directory(root)

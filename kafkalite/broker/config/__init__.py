@@ -1,0 +1,67 @@
+"""Broker and topic configuration: one table of keys with Apache Kafka's names, types and defaults.
+
+Modules:
+
+* ``keys``: what a key is (``ConfigKey``: type, default, bounds, documentation, update mode, and
+  ``inert``, why a key kafkalite accepts has no effect), the config types and sources Kafka numbers
+  on the wire, ``ConfigError``, and the reasons keys are inert;
+* ``broker_keys`` and ``kafka_keys``: the broker keys by section (Apache Kafka 4.0's whole list:
+  ``broker_keys`` has the sections where keys change what kafkalite does, ``kafka_keys`` security,
+  quotas, replication, the KRaft quorum, tiered storage, share groups and metrics);
+* ``table``: the one table, ``CONFIG_KEYS`` (broker keys, then topic keys), indexed as
+  ``BROKER_KEYS`` and ``TOPIC_KEYS``, and ``TopicConfig``;
+* ``broker_config``: ``BrokerConfig`` (sources and precedence, typed access, dynamic broker configs,
+  DescribeConfigs entries), listeners, the properties file reader.
+
+Everything reads the table: the properties parser and the ``KAFKALITE_*`` environment overrides,
+DescribeConfigs and the AlterConfigs APIs, the per-topic configs, the group and transaction
+settings (``config_field``), and the generated ``config/server.properties`` and
+``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+from kafkalite.broker.config.broker_config import (
+    ENV_PREFIX,
+    BrokerConfig,
+    ConfigEntry,
+    ConfigSynonym,
+    Listener,
+    config_field,
+    parse_listener,
+    read_properties,
+)
+from kafkalite.broker.config.kafka_keys import PER_LISTENER_KEYS
+from kafkalite.broker.config.keys import (
+    INT_MAX,
+    LONG_MAX,
+    ConfigError,
+    ConfigKey,
+    ConfigSource,
+    ConfigType,
+    listener_base_key,
+)
+from kafkalite.broker.config.table import BROKER_KEYS, CONFIG_KEYS, TOPIC_KEYS, TopicConfig
+
+__all__ = [
+    "BROKER_KEYS",
+    "CONFIG_KEYS",
+    "ENV_PREFIX",
+    "INT_MAX",
+    "LONG_MAX",
+    "PER_LISTENER_KEYS",
+    "TOPIC_KEYS",
+    "BrokerConfig",
+    "ConfigEntry",
+    "ConfigError",
+    "ConfigKey",
+    "ConfigSource",
+    "ConfigSynonym",
+    "ConfigType",
+    "Listener",
+    "TopicConfig",
+    "config_field",
+    "listener_base_key",
+    "parse_listener",
+    "read_properties",
+]

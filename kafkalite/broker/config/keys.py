@@ -1,0 +1,239 @@
+"""What one config key is: its type, default, checks, documentation and how it may be updated.
+
+:class:`ConfigKey` is a row of the one table of keys (``table.CONFIG_KEYS``); this module also holds
+the enums Kafka numbers on the wire (config types and sources), the exception a bad key or value
+raises, the reasons a key can be accepted without effect, and how a listener-prefixed key
+(``listener.name.<listener>.<key>``) names its base key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from enum import IntEnum
+from typing import Any
+
+from kafkalite.protocol.errors import ErrorCode, KafkaError
+
+__all__ = [
+    "INT_MAX",
+    "LONG_MAX",
+    "ConfigError",
+    "ConfigKey",
+    "ConfigSource",
+    "ConfigType",
+    "listener_base_key",
+    "section_table",
+]
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+
+class ConfigType(IntEnum):
+    """Kafka's config types, numbered as in DescribeConfigs v3+ ``config_type``."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(IntEnum):
+    """Where a value comes from, numbered as in DescribeConfigs v1+ ``config_source``."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1  # Kafka's DYNAMIC_TOPIC_CONFIG
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+
+
+class ConfigError(KafkaError):
+    """An unknown key or a bad value; ``error_code`` is what a Kafka response carries (INVALID_CONFIG unless said)."""
+
+    def __init__(self, message: str, error_code: ErrorCode = ErrorCode.INVALID_CONFIG) -> None:
+        super().__init__(error_code, message)
+
+
+_INTEGER_RANGES = {ConfigType.SHORT: 2**15, ConfigType.INT: 2**31, ConfigType.LONG: 2**63}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One known key: its type, default (a parsed value; None = no value), checks and documentation.
+
+    Every key lives in one table, ``CONFIG_KEYS``: the properties parser, DescribeConfigs, AlterConfigs,
+    the per-topic configs, the group and transaction settings and the generated documentation all read it.
+
+    ``dynamic`` keys may be changed at run time by AlterConfigs on a BROKER resource: for the whole
+    cluster (the resource named "") and for this broker, or, when ``per_broker``, for this broker only
+    (Kafka's update modes "cluster-wide" and "per-broker"). Topic keys name their broker-level defaults
+    in ``synonyms``: ``(broker key, multiplier)`` pairs in precedence order; the first broker key that
+    has a value, times its multiplier, is the default. ``inert`` says why a key kafkalite accepts has no
+    effect here.
+    """
+
+    name: str
+    type: ConfigType
+    default: Any
+    doc: str
+    at_least: float | None = None
+    at_most: float | None = None
+    valid: tuple[str, ...] | None = None  # allowed values (for a LIST: allowed items)
+    ignore_case: bool = False  # ``valid`` compared without case
+    dynamic: bool = False
+    per_broker: bool = False  # dynamic for one broker only, not as a cluster-wide default
+    sensitive: bool = False  # PASSWORD keys always are
+    alias_of: str | None = None
+    synonyms: tuple[tuple[str, int], ...] = ()
+    per_topic: bool = False  # a topic config (CreateTopics, AlterConfigs on a topic) rather than a broker key
+    section: str = ""  # its heading in the generated documentation
+    kafka_default: str | None = None  # Apache Kafka's default, where kafkalite's differs (``doc`` says why)
+    inert: str | None = None  # accepted for compatibility but without effect here, and why
+    shipped: bool = False  # set (to its default) in the shipped config/server.properties
+
+    @property
+    def update_mode(self) -> str:
+        """Kafka's name for how the key may change: read-only, per-broker or cluster-wide."""
+        if not self.dynamic:
+            return "read-only"
+        return "per-broker" if self.per_broker else "cluster-wide"
+
+    def parse(self, raw: str) -> Any:
+        """The typed value of ``raw``; ConfigError names the key when it is not valid."""
+        text = raw.strip()
+        value: Any
+        if self.type is ConfigType.BOOLEAN:
+            if text.lower() not in ("true", "false"):
+                raise self._invalid(raw, "Expected value to be either true or false")
+            value = text.lower() == "true"
+        elif self.type in _INTEGER_RANGES:
+            limit = _INTEGER_RANGES[self.type]
+            try:
+                value = int(text)
+            except ValueError:
+                raise self._invalid(raw, f"Not a number of type {self.type.name}") from None
+            if not -limit <= value < limit:
+                raise self._invalid(raw, f"Not a number of type {self.type.name}")
+        elif self.type is ConfigType.DOUBLE:
+            try:
+                value = float(text)
+            except ValueError:
+                raise self._invalid(raw, "Not a number of type DOUBLE") from None
+        elif self.type is ConfigType.LIST:
+            value = [item.strip() for item in text.split(",") if item.strip()]
+        else:
+            value = text
+        self.check(value, raw)
+        return value
+
+    def check(self, value: Any, raw: str) -> None:
+        if value is None:
+            return
+        if self.at_least is not None and value < self.at_least:
+            raise self._invalid(raw, f"Value must be at least {_number(self.at_least)}")
+        if self.at_most is not None and value > self.at_most:
+            raise self._invalid(raw, f"Value must be no more than {_number(self.at_most)}")
+        if self.valid is not None:
+            items = value if isinstance(value, list) else [value]
+            allowed = {item.lower() for item in self.valid} if self.ignore_case else set(self.valid)
+            if not items or any((item.lower() if self.ignore_case else item) not in allowed for item in items):
+                raise self._invalid(raw, f"String must be one of: {', '.join(self.valid)}")
+
+    def format(self, value: Any) -> str | None:
+        """The value as Kafka shows it in DescribeConfigs."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (list, tuple)):
+            return ",".join(value)
+        return str(value)
+
+    def _invalid(self, raw: str, reason: str) -> ConfigError:
+        return ConfigError(f"Invalid value {raw} for configuration {self.name}: {reason}")
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def section_table(per_topic: bool, *items: str | ConfigKey) -> tuple[ConfigKey, ...]:
+    """Keys in order; a string starts a section (a heading of the generated documentation).
+    PASSWORD keys are marked sensitive."""
+    section = ""
+    keys: list[ConfigKey] = []
+    for item in items:
+        if isinstance(item, str):
+            section = item
+        else:
+            keys.append(replace(item, per_topic=per_topic, section=section,
+                                sensitive=item.sensitive or item.type is ConfigType.PASSWORD))
+    return tuple(keys)
+
+
+def index_keys(keys: Iterable[ConfigKey]) -> dict[str, ConfigKey]:
+    """The keys by name; a name defined twice is a mistake in the table."""
+    table: dict[str, ConfigKey] = {}
+    for key in keys:
+        if key.name in table:
+            raise ValueError(f"config key {key.name} defined twice")
+        table[key.name] = key
+    return table
+
+
+LISTENER_PREFIX = re.compile(r"^listener\.name\.([^.]*)\.(.+)$")
+
+
+def listener_base_key(name: str) -> tuple[str, str] | None:
+    """``listener.name.internal.ssl.keystore.location`` -> ``("internal", "ssl.keystore.location")``;
+    None for a key without the listener prefix."""
+    match = LISTENER_PREFIX.match(name)
+    return None if match is None else (match.group(1), match.group(2))
+
+
+# Why a key is accepted (a Kafka server.properties loads unchanged, AlterConfigs takes it) and has
+# no effect here: the ``inert`` of the keys in the table.
+NO_JITTER = "segments roll at segment.ms exactly, without jitter"
+CHECKPOINTS = "the periodic task writes the checkpoints whenever a recovery point or log start offset moved"
+NO_PREALLOCATION = "segment files grow as they are written"
+NO_COMPACTION = "nothing compacts logs yet: a compacted topic keeps every record"
+NO_DOWNCONVERSION = "Fetch v0-3 are not served, so nothing is ever down-converted"
+ONE_REPLICA = "a single node holds the only replica"
+LOCAL_COMMIT = "an offset commit is a local append, answered as soon as it is written"
+ONE_LOOP = "one event loop serves every connection and runs every task: there is no thread pool to size"
+NO_QUORUM = "a single node is its own controller: there is no KRaft quorum or metadata log"
+NO_TLS = "only PLAINTEXT listeners are served"
+NO_SASL = "clients are not authenticated: every connection is ANONYMOUS"
+NO_AUTHORIZER = "no authorizer is loaded: every request is allowed and the ACL APIs answer SECURITY_DISABLED"
+NO_DELEGATION_TOKENS = "delegation tokens are not served"
+NO_QUOTAS = "requests are never throttled"
+NO_POLICIES = "topic and config changes are not checked by policies"
+NO_TIERED_STORAGE = "no tiered storage: every segment stays in the local log directory"
+NO_SHARE_GROUPS = "share groups (KIP-932) are not served"
+NO_METRICS = "no metrics are collected or reported"
+NO_TELEMETRY = "clients cannot push telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry are not served"
+NO_PURGATORY = "waiting requests are futures woken by the event that completes them; nothing needs purging"
+NO_REQUEST_QUEUE = "requests are handled as they arrive on the event loop; there is no request queue to bound"
+NO_CONNECTION_LIMITS = "connections are not limited"
+SOCKET_DEFAULTS = "listening sockets keep the operating system's buffer sizes and kafkalite's backlog"
+NO_OUTBOUND = "the broker opens no connections of its own"
+STATIC_LISTENERS = "listeners are bound once, at start-up, from the static configuration"
+DEFAULT_LEVELS = "a batch recompressed for a topic's compression.type uses the codec's default level"
+WHOLE_REPLAY = "internal topics are replayed whole at start-up, not through a buffer of this size"
+UNCOMPRESSED_COORDINATOR = "coordinator records are written uncompressed, at once"
+BOTH_PROTOCOLS = "both group protocols are served, and only empty groups change protocol"
+FIXED_BOUNDS = ("KIP-848 members get group.consumer.session.timeout.ms and heartbeat.interval.ms; group "
+                "configs that would override them are not served")
+IN_PROCESS_TXN = "partitions join a transaction in-process, without retries"

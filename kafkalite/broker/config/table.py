@@ -1,0 +1,151 @@
+"""The one table of config keys: ``CONFIG_KEYS`` (broker keys, then topic keys), indexed as
+``BROKER_KEYS`` and ``TOPIC_KEYS``, and ``TopicConfig``, a topic's effective values as attributes.
+
+The broker keys are defined by section in ``broker_keys`` (what kafkalite does) and ``kafka_keys``
+(what it accepts without effect); the topic keys are here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkalite.broker.config.broker_keys import BROKER_SECTIONS, CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES
+from kafkalite.broker.config.kafka_keys import KAFKA_SECTIONS
+from kafkalite.broker.config.keys import (
+    NO_COMPACTION,
+    NO_DOWNCONVERSION,
+    NO_JITTER,
+    NO_PREALLOCATION,
+    ONE_REPLICA,
+    ConfigKey,
+    ConfigType,
+    index_keys,
+    section_table,
+)
+
+__all__ = ["BROKER_KEYS", "CONFIG_KEYS", "TOPIC_KEYS", "TopicConfig"]
+
+_HOUR_MS = 3_600_000
+_MINUTE_MS = 60_000
+_B, _S, _I, _L, _D, _LIST = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
+                             ConfigType.DOUBLE, ConfigType.LIST)
+_CLEANUP_POLICIES, _COMPRESSION_TYPES, _TIMESTAMP_TYPES = CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES
+_NO_COMPACTION, _NO_DOWNCONVERSION, _NO_JITTER, _NO_PREALLOCATION, _ONE_REPLICA = (
+    NO_COMPACTION, NO_DOWNCONVERSION, NO_JITTER, NO_PREALLOCATION, ONE_REPLICA)
+_table = section_table
+
+# The topic keys (CreateTopics, AlterConfigs, IncrementalAlterConfigs, DescribeConfigs on topics).
+_TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
+    True,  # per-topic keys
+    "Topic configs",
+    ConfigKey("cleanup.policy", _LIST, None,
+              "delete, compact, or compact,delete.",
+              valid=_CLEANUP_POLICIES, synonyms=(("log.cleanup.policy", 1),)),
+    ConfigKey("compression.type", _S, None,
+              "Codec of stored batches; 'producer' keeps the producer's.",
+              valid=_COMPRESSION_TYPES, synonyms=(("compression.type", 1),)),
+    ConfigKey("delete.retention.ms", _L, None,
+              "How long tombstones are kept on compacted topics.",
+              at_least=0, synonyms=(("log.cleaner.delete.retention.ms", 1),), inert=_NO_COMPACTION),
+    ConfigKey("file.delete.delay.ms", _L, None,
+              "Delay before a deleted segment's files are removed.",
+              at_least=0, synonyms=(("log.segment.delete.delay.ms", 1),)),
+    ConfigKey("flush.messages", _L, None,
+              "fsync after this many records.",
+              at_least=1, synonyms=(("log.flush.interval.messages", 1),)),
+    ConfigKey("flush.ms", _L, None,
+              "fsync after this much time.",
+              at_least=0, synonyms=(("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1))),
+    ConfigKey("index.interval.bytes", _I, None,
+              "Bytes of records between two offset-index entries.",
+              at_least=0, synonyms=(("log.index.interval.bytes", 1),)),
+    ConfigKey("max.message.bytes", _I, None,
+              "Largest record batch accepted.",
+              at_least=0, synonyms=(("message.max.bytes", 1),)),
+    ConfigKey("message.downconversion.enable", _B, None,
+              "Down-convert batches for old Fetch versions.",
+              synonyms=(("log.message.downconversion.enable", 1),), inert=_NO_DOWNCONVERSION),
+    ConfigKey("message.timestamp.type", _S, None,
+              "CreateTime or LogAppendTime.",
+              valid=_TIMESTAMP_TYPES, synonyms=(("log.message.timestamp.type", 1),)),
+    ConfigKey("message.timestamp.before.max.ms", _L, None,
+              "Reject timestamps further than this in the past.",
+              at_least=0, synonyms=(("log.message.timestamp.before.max.ms", 1),)),
+    ConfigKey("message.timestamp.after.max.ms", _L, None,
+              "Reject timestamps further than this in the future.",
+              at_least=0, synonyms=(("log.message.timestamp.after.max.ms", 1),)),
+    ConfigKey("min.insync.replicas", _I, None,
+              "Replicas that must acknowledge acks=all writes.",
+              at_least=1, synonyms=(("min.insync.replicas", 1),), inert=_ONE_REPLICA),
+    ConfigKey("retention.bytes", _L, None,
+              "Delete old segments while a partition is larger than this (-1 = no limit).",
+              synonyms=(("log.retention.bytes", 1),)),
+    ConfigKey("retention.ms", _L, None,
+              "Delete segments older than this (-1 = keep forever).",
+              at_least=-1,
+              synonyms=(("log.retention.ms", 1), ("log.retention.minutes", _MINUTE_MS),
+                        ("log.retention.hours", _HOUR_MS))),
+    ConfigKey("segment.bytes", _I, None,
+              "Largest size of one segment file.",
+              at_least=14, synonyms=(("log.segment.bytes", 1),)),
+    ConfigKey("segment.index.bytes", _I, None,
+              "Largest size of an index file (Kafka allows 4; one time-index entry is 12).",
+              at_least=12, synonyms=(("log.index.size.max.bytes", 1),)),
+    ConfigKey("segment.ms", _L, None,
+              "Roll a new segment after this time.",
+              at_least=1, synonyms=(("log.roll.ms", 1), ("log.roll.hours", _HOUR_MS))),
+    ConfigKey("segment.jitter.ms", _L, None,
+              "Largest random jitter subtracted from segment.ms.",
+              at_least=0, synonyms=(("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOUR_MS)), inert=_NO_JITTER),
+    ConfigKey("min.compaction.lag.ms", _L, None,
+              "Least time a record stays uncompacted.",
+              at_least=0, synonyms=(("log.cleaner.min.compaction.lag.ms", 1),), inert=_NO_COMPACTION),
+    ConfigKey("max.compaction.lag.ms", _L, None,
+              "Most time a record stays uncompacted.",
+              at_least=1, synonyms=(("log.cleaner.max.compaction.lag.ms", 1),), inert=_NO_COMPACTION),
+    ConfigKey("min.cleanable.dirty.ratio", _D, None,
+              "Least dirty ratio before the log is compacted.",
+              at_least=0, at_most=1, synonyms=(("log.cleaner.min.cleanable.ratio", 1),), inert=_NO_COMPACTION),
+    ConfigKey("unclean.leader.election.enable", _B, None,
+              "Allow out-of-sync replicas to become leader.",
+              synonyms=(("unclean.leader.election.enable", 1),), inert=_ONE_REPLICA),
+    ConfigKey("preallocate", _B, None, "Preallocate segment files.", synonyms=(("log.preallocate", 1),),
+              inert=_NO_PREALLOCATION),
+)
+
+
+CONFIG_KEYS: tuple[ConfigKey, ...] = section_table(False, *BROKER_SECTIONS, *KAFKA_SECTIONS) + _TOPIC_TABLE
+"""Every key kafkalite knows: the broker keys, then the per-topic keys (``per_topic``)."""
+BROKER_KEYS: dict[str, ConfigKey] = index_keys(key for key in CONFIG_KEYS if not key.per_topic)
+TOPIC_KEYS: dict[str, ConfigKey] = index_keys(key for key in CONFIG_KEYS if key.per_topic)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """Every per-topic key's effective, typed value for one topic: ``max.message.bytes`` is
+    ``max_message_bytes``. Long.MAX_VALUE stays as it is (Kafka's "never"); lists are tuples."""
+
+    cleanup_policy: tuple[str, ...]
+    compression_type: str
+    delete_retention_ms: int
+    file_delete_delay_ms: int
+    flush_messages: int
+    flush_ms: int
+    index_interval_bytes: int
+    max_message_bytes: int
+    message_downconversion_enable: bool
+    message_timestamp_type: str
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
+    min_insync_replicas: int
+    retention_bytes: int
+    retention_ms: int
+    segment_bytes: int
+    segment_index_bytes: int
+    segment_ms: int
+    segment_jitter_ms: int
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    min_cleanable_dirty_ratio: float
+    unclean_leader_election_enable: bool
+    preallocate: bool

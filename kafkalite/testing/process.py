@@ -1,0 +1,224 @@
+"""A broker in a subprocess: ``kafkalite serve`` on 127.0.0.1, for clients in other processes or languages.
+
+    broker = BrokerProcess(tmp_path / "data", {"num.partitions": 3}).start()
+    ...  # broker.bootstrap_servers, broker.pid, broker.log_text()
+    broker.restart()            # same data dir, same port when it is still free
+    broker.kill()               # SIGKILL: no clean shutdown
+    broker.close()
+
+The process listens on port 0 (the broker picks a free one; its "listening on" log line says which),
+writes its log to ``<data dir>.broker.log`` beside the data directory, and is started from the
+interpreter running the caller, so it serves the kafkalite the caller imports. Every wait has a
+deadline; ``close`` (and the pytest plugin at the end of a session) ends the process by its PID.
+``KAFKALITE_*`` environment variables are not passed on: a test's broker is what the test says.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+from kafkalite.testing.embedded import broker_configs
+
+__all__ = ["BrokerProcess", "wait_for"]
+
+START_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 20.0
+_LISTENING = re.compile(r"listening on \w+://(?:\[[^\]]*\]|[^:\s]+):(\d+)")
+_T = TypeVar("_T")
+
+_live: set[BrokerProcess] = set()
+
+
+def wait_for(condition: Callable[[], _T], timeout: float, message: str, interval: float = 0.005) -> _T:
+    """Poll ``condition`` until it returns something truthy; raise TimeoutError with ``message`` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{message} (waited {timeout:.1f} s)")
+        time.sleep(interval)
+
+
+class BrokerProcess:
+    """A broker subprocess on 127.0.0.1 with its own data directory and log file."""
+
+    def __init__(self, data_dir: str | Path, configs: Mapping[str, object] | None = None,
+                 extra_args: Sequence[str] = (), *, memory: bool = False, nofile: int | None = None) -> None:
+        """``nofile``: run the broker under this hard and soft open-file limit (``RLIMIT_NOFILE``)."""
+        self.data_dir = Path(data_dir)
+        self.nofile = nofile
+        self.configs = broker_configs(configs)
+        self.extra_args = list(extra_args)
+        self.memory = memory
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.started_in_s = 0.0  # how long the last start took, until the broker logged "listening on"
+        self._log_offset = 0
+        self._spawned_at = 0.0
+
+    # lifecycle -------------------------------------------------------------------------------
+    def command(self, port: int = 0) -> list[str]:
+        command = [sys.executable, "-m", "kafkalite", "serve", "--port", str(port),
+                   "--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
+        command += ["--memory"] if self.memory else ["--data-dir", str(self.data_dir)]
+        command += [f"{key}={value}" for key, value in self.configs.items()]
+        return command + self.extra_args
+
+    def spawn(self, port: int = 0) -> None:
+        """Start the process and return at once (``wait_until_listening`` waits for it)."""
+        if self.running:
+            raise RuntimeError(f"broker pid {self.pid} is already running")
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        environment = {name: value for name, value in os.environ.items() if not name.startswith("KAFKALITE_")}
+        environment["PYTHONUNBUFFERED"] = "1"
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._spawned_at = time.perf_counter()
+        with open(self.log_path, "ab") as log_file:
+            self.process = subprocess.Popen(self.command(port), stdout=log_file, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=environment,
+                                            preexec_fn=self._limit_open_files if self.nofile else None)
+        _live.add(self)
+
+    def _limit_open_files(self) -> None:
+        """In the child, before exec: the open-file limit the broker must live with."""
+        import resource
+
+        assert self.nofile is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
+
+    def wait_until_listening(self, timeout: float = START_TIMEOUT_S) -> int:
+        """Wait for this run's "listening on" line; return the port it names."""
+        def listening() -> int:
+            match = _LISTENING.search(self.log_text(since=self._log_offset))
+            if match:
+                return int(match.group(1))
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"broker exited with status {self.process.returncode} before listening:\n"
+                                   f"{self.log_text(since=self._log_offset)}")
+            return 0
+
+        self.port = wait_for(listening, timeout, f"broker did not log 'listening on'; log: {self.log_path}")
+        self.started_in_s = time.perf_counter() - self._spawned_at
+        return self.port
+
+    def start(self, port: int = 0) -> BrokerProcess:
+        self.spawn(port)
+        self.wait_until_listening()
+        return self
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int:
+        """SIGTERM and wait; the exit status. A broker that does not stop in time is killed (and it raises)."""
+        process = self._require_process()
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise TimeoutError(f"broker pid {process.pid} ignored SIGTERM for {timeout} s") from None
+        _live.discard(self)
+        return process.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown."""
+        process = self._require_process()
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(STOP_TIMEOUT_S)
+        _live.discard(self)
+
+    def restart(self, kill: bool = False) -> BrokerProcess:
+        """Stop (or kill) and start again on the same data dir, on the same port if it is still free."""
+        old_port = self.port
+        if self.running:
+            self.kill() if kill else self.stop()
+        try:
+            return self.start(old_port)
+        except RuntimeError:  # the port was taken meanwhile
+            return self.start(0)
+
+    def close(self) -> None:
+        """Make sure the process is gone."""
+        if self.process is not None and self.process.poll() is None:
+            self.kill()
+        _live.discard(self)
+
+    # facts -----------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int:
+        return self._require_process().pid
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    bootstrap = bootstrap_servers
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    def log_text(self, since: int = 0) -> str:
+        """The broker's log output (from byte offset ``since``)."""
+        if not self.log_path.exists():
+            return ""
+        with open(self.log_path, "rb") as log_file:
+            log_file.seek(since)
+            return log_file.read().decode("utf-8", "replace")
+
+    def log_mark(self) -> int:
+        """An offset for ``log_text(since=...)``: what is logged from now on."""
+        return self.log_path.stat().st_size if self.log_path.exists() else 0
+
+    def descriptors(self) -> int:
+        """How many file descriptors the broker process holds (Linux)."""
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def rss_mib(self) -> float:
+        """The broker process's resident memory (Linux)."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def cpu_seconds(self) -> float:
+        """User and system CPU time the broker process has used (Linux)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def _require_process(self) -> subprocess.Popen[bytes]:
+        if self.process is None:
+            raise RuntimeError("broker was never started")
+        return self.process
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"BrokerProcess(pid={self.process.pid if self.process else None}, bootstrap={self.bootstrap_servers})"
+
+
+def close_all() -> None:
+    """End every broker process this interpreter started that is still running."""
+    for process in list(_live):
+        process.close()
