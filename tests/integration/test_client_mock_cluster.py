@@ -48,8 +48,8 @@ def test_metadata_names_every_broker_and_leader(mock_cluster: Any) -> None:
             assert await producer.partitions_for("mock-meta") == [0, 1, 2, 3]
             metadata = producer._client.metadata  # type: ignore[union-attr]
             assert sorted(metadata.brokers) == [1, 2, 3]
-            leaders = {metadata.leader_for(TopicPartition("mock-meta", index)) for index in range(4)}
-            assert leaders <= {1, 2, 3} and len(leaders) > 1
+            leaders = [metadata.leader_for(TopicPartition("mock-meta", index)) for index in range(4)]
+            assert all(leader in (1, 2, 3) for leader in leaders)  # the mock places leaders at random
             description = await Admin(bootstrap_servers=cluster.bootstrap).describe_cluster()
             assert sorted(broker.node_id for broker in description.brokers) == [1, 2, 3]
 
