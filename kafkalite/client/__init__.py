@@ -1,1 +1,61 @@
-"""The bundled asyncio Kafka client."""
+"""The bundled asyncio Kafka client: ``Producer`` and ``Admin`` (``Consumer`` to come).
+
+Every class takes a config dict with Kafka's key names and/or the same keys as keyword arguments
+(``Producer({"bootstrap.servers": "localhost:9092"}, linger_ms=5)``). ``kafkalite.client.sync`` has
+the same classes with blocking methods. The client imports only ``kafkalite.protocol`` and speaks
+the protocol as any Kafka cluster expects it (ApiVersions negotiation, version selection).
+
+Modules: ``config`` (the keys), ``connection`` (one broker connection), ``metadata`` (the cluster
+picture), ``network`` (connections, metadata refresh, coordinators), ``producer/`` (accumulator,
+partitioner, sender, transactions), ``admin``, ``sync`` and ``errors``.
+"""
+
+from kafkalite.client.admin import Admin
+from kafkalite.client.admin_types import (
+    AlterConfigOp,
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    OffsetAndMetadata,
+    OffsetSpec,
+)
+from kafkalite.client.config import ConfigError
+from kafkalite.client.errors import (
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerFencedError,
+    RecordTooLargeError,
+    TransactionAbortableError,
+    TransactionStateError,
+    UnsupportedVersionError,
+)
+from kafkalite.client.metadata import TopicPartition
+from kafkalite.client.producer.producer import Producer, RecordFuture, RecordMetadata
+from kafkalite.client.producer.transactions import ConsumerGroupMetadata
+
+__all__ = [
+    "Admin",
+    "AlterConfigOp",
+    "ConfigResource",
+    "ConfigResourceType",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetSpec",
+    "ClientClosedError",
+    "ConfigError",
+    "ConsumerGroupMetadata",
+    "KafkaConnectionError",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "Producer",
+    "ProducerFencedError",
+    "RecordFuture",
+    "RecordMetadata",
+    "RecordTooLargeError",
+    "TopicPartition",
+    "TransactionAbortableError",
+    "TransactionStateError",
+    "UnsupportedVersionError",
+]

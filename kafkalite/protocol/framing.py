@@ -20,6 +20,7 @@ __all__ = [
     "API_VERSIONS_KEY",
     "RequestFrame",
     "encode_request",
+    "encode_request_buffers",
     "encode_response",
     "parse_request",
     "parse_response_header",
@@ -93,6 +94,24 @@ def encode_request(
     frame = bytearray(writer.getvalue())
     _SIZE.pack_into(frame, 0, len(frame) - 4)
     return bytes(frame)
+
+
+def encode_request_buffers(
+    request: Message, api_version: int, correlation_id: int, client_id: str | None
+) -> list[bytes | bytearray | memoryview]:
+    """A complete request frame as buffers for ``writelines``: size prefix, header, body.
+
+    Like :func:`encode_response`, large values (a Produce request's record batches) stay separate
+    buffers, so a request carrying megabytes of records is not copied into one frame.
+    """
+    writer = Writer()
+    writer.int32(0)
+    header = RequestHeader(request.API_KEY, api_version, correlation_id, client_id)
+    header.encode_into(writer, request_header_version(request.API_KEY, api_version))
+    request.encode_into(writer, api_version)
+    buffers = writer.buffers()
+    _SIZE.pack_into(buffers[0], 0, len(writer) - 4)
+    return buffers
 
 
 def encode_response(
