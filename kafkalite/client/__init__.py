@@ -1,4 +1,4 @@
-"""The bundled asyncio Kafka client: ``Producer`` and ``Admin`` (``Consumer`` to come).
+"""The bundled asyncio Kafka client: ``Producer``, ``Consumer`` and ``Admin``.
 
 Every class takes a config dict with Kafka's key names and/or the same keys as keyword arguments
 (``Producer({"bootstrap.servers": "localhost:9092"}, linger_ms=5)``). ``kafkalite.client.sync`` has
@@ -7,7 +7,8 @@ the protocol as any Kafka cluster expects it (ApiVersions negotiation, version s
 
 Modules: ``config`` (the keys), ``connection`` (one broker connection), ``metadata`` (the cluster
 picture), ``network`` (connections, metadata refresh, coordinators), ``producer/`` (accumulator,
-partitioner, sender, transactions), ``admin``, ``sync`` and ``errors``.
+partitioner, sender, transactions), ``consumer/`` (fetcher, group membership, assignors), ``admin``,
+``sync`` and ``errors``.
 """
 
 from kafkalite.client.admin import Admin
@@ -20,11 +21,20 @@ from kafkalite.client.admin_types import (
     OffsetSpec,
 )
 from kafkalite.client.config import ConfigError
+from kafkalite.client.consumer.assignors import ConsumerPartitionAssignor
+from kafkalite.client.consumer.consumer import Consumer
+from kafkalite.client.consumer.fetcher import OffsetAndTimestamp
+from kafkalite.client.consumer.group import ConsumerRebalanceListener
+from kafkalite.client.consumer.records import ConsumerRecord, ConsumerRecords
 from kafkalite.client.errors import (
     ClientClosedError,
+    CommitFailedError,
+    FencedInstanceIdError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
     ProducerFencedError,
     RecordTooLargeError,
     TransactionAbortableError,
@@ -44,11 +54,21 @@ __all__ = [
     "OffsetAndMetadata",
     "OffsetSpec",
     "ClientClosedError",
+    "CommitFailedError",
     "ConfigError",
+    "Consumer",
     "ConsumerGroupMetadata",
+    "ConsumerPartitionAssignor",
+    "ConsumerRebalanceListener",
+    "ConsumerRecord",
+    "ConsumerRecords",
+    "FencedInstanceIdError",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
+    "NoOffsetForPartitionError",
+    "OffsetAndTimestamp",
+    "OffsetOutOfRangeError",
     "Producer",
     "ProducerFencedError",
     "RecordFuture",

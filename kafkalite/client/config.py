@@ -8,7 +8,7 @@ that dataclass: values given as strings (as in a properties file) are converted,
 becomes -1, and an unknown key is a :class:`ConfigError` that names the key.
 
 ``CommonConfig`` holds what every client shares (bootstrap, timeouts, reconnect back-off, metadata
-age); ``ProducerConfig`` and ``AdminConfig`` add their own keys. A consumer config joins later.
+age); ``ProducerConfig``, ``ConsumerConfig`` and ``AdminConfig`` add their own keys.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["AdminConfig", "CommonConfig", "ConfigError", "ProducerConfig", "parse_config", "config_keys"]
+__all__ = ["AdminConfig", "CommonConfig", "ConfigError", "ConsumerConfig", "ProducerConfig", "parse_config",
+           "config_keys"]
 
 
 class ConfigError(ValueError):
@@ -115,6 +116,57 @@ class ProducerConfig(CommonConfig):
     metadata_max_idle_ms: int = _key(300000, "accepted for compatibility")
 
 
+_OFFSET_RESETS = ("earliest", "latest", "none")
+_ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+_GROUP_PROTOCOLS = ("classic", "consumer")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig(CommonConfig):
+    """Keys of the consumer (Kafka's names and defaults)."""
+
+    group_id: str | None = _key(None, "the consumer group; needed for subscribe() and commits")
+    group_instance_id: str | None = _key(None, "a static member's stable identity (KIP-345): a restart within "
+                                               "session.timeout.ms keeps its partitions without a rebalance")
+    group_protocol: str = _key("classic", "'classic' (JoinGroup/SyncGroup, client-side assignors) or 'consumer' "
+                                          "(KIP-848: ConsumerGroupHeartbeat, server-side assignors)",
+                               lambda value: value.lower() in _GROUP_PROTOCOLS)
+    group_remote_assignor: str | None = _key(None, "the server-side assignor for group.protocol=consumer "
+                                                   "(default: the broker's)")
+    session_timeout_ms: int = _key(45000, "the coordinator evicts a member silent this long (classic protocol)",
+                                   _positive)
+    heartbeat_interval_ms: int = _key(3000, "how often the member heartbeats (classic protocol)", _positive)
+    max_poll_interval_ms: int = _key(300000, "the member leaves the group when poll() is not called this long; "
+                                             "also the rebalance timeout", _positive)
+    partition_assignment_strategy: str | list[Any] = _key(
+        "range,cooperative-sticky", "assignors in order of preference: range, roundrobin, sticky, "
+        "cooperative-sticky (or the Java class names), or assignor objects")
+    enable_auto_commit: bool = _key(True, "commit consumed positions every auto.commit.interval.ms and on close")
+    auto_commit_interval_ms: int = _key(5000, "how often positions are committed with enable.auto.commit",
+                                        _non_negative)
+    auto_offset_reset: str = _key("latest", "where to start without a committed offset, or after "
+                                            "OFFSET_OUT_OF_RANGE: earliest, latest or none (raise)",
+                                  lambda value: value.lower() in _OFFSET_RESETS)
+    fetch_min_bytes: int = _key(1, "the broker waits for this many bytes (up to fetch.max.wait.ms)", _positive)
+    fetch_max_bytes: int = _key(52428800, "bytes per Fetch response, all partitions together", _positive)
+    fetch_max_wait_ms: int = _key(500, "how long a Fetch waits for fetch.min.bytes", _non_negative)
+    max_partition_fetch_bytes: int = _key(1048576, "bytes per partition per Fetch", _positive)
+    max_poll_records: int = _key(500, "records one poll() returns at most", _positive)
+    isolation_level: str = _key("read_uncommitted", "read_committed: only committed transactional records, "
+                                                    "up to the last stable offset",
+                                lambda value: value.lower() in _ISOLATION_LEVELS)
+    check_crcs: bool = _key(True, "check each batch's CRC before reading its records")
+    exclude_internal_topics: bool = _key(True, "a pattern subscription never matches internal topics")
+    allow_auto_create_topics: bool = _key(True, "subscribing to a missing topic may create it (when the broker "
+                                                "allows auto-creation)")
+    client_rack: str = _key("", "this consumer's rack, sent to the group (rack-aware assignors may use it)")
+    default_api_timeout_ms: int = _key(60000, "how long position(), committed(), offsets_for_times() and the "
+                                              "like may block", _positive)
+    key_deserializer: Callable[[Any], Any] | None = _key(None, "callable turning key bytes into the record's key")
+    value_deserializer: Callable[[Any], Any] | None = _key(None, "callable turning value bytes into the "
+                                                                 "record's value")
+
+
 @dataclass(frozen=True, slots=True)
 class AdminConfig(CommonConfig):
     """Keys of the admin client."""
@@ -136,6 +188,8 @@ def config_keys(config_type: type[CommonConfig]) -> dict[str, dataclasses.Field[
 def _convert(key: str, item: dataclasses.Field[Any], value: Any) -> Any:
     default = item.default
     annotation = str(item.type)
+    if key in ("auto.offset.reset", "isolation.level", "group.protocol") and isinstance(value, str):
+        value = value.strip().lower()
     if key == "acks" and isinstance(value, str):
         if value.lower() == "all":
             return -1
@@ -178,6 +232,8 @@ def _convert(key: str, item: dataclasses.Field[Any], value: Any) -> Any:
         return _partitioner_name(key, value)
     if annotation.startswith("str | list"):
         if isinstance(value, (list, tuple)):
+            if annotation == "str | list[Any]":  # names or objects (assignors)
+                return [entry for entry in value]
             return [str(entry) for entry in value]
     if value is None and "None" in annotation:
         return None

@@ -83,6 +83,7 @@ class _InFlight:
     response_type: type[Message] | None  # None: hand back the raw frame
     future: asyncio.Future[Any]
     timer: asyncio.TimerHandle | None
+    timeout: float = 0.0
 
 
 class BrokerConnection(asyncio.Protocol):
@@ -183,12 +184,13 @@ class BrokerConnection(asyncio.Protocol):
     # --- requests --------------------------------------------------------------------------------
 
     def send(self, request: Message, version: int | None = None, *, expect_response: bool = True,
-             raw: bool = False) -> asyncio.Future[Any]:
+             raw: bool = False, timeout_ms: float | None = None) -> asyncio.Future[Any]:
         """Write ``request`` and return a future for its decoded response.
 
         ``version`` defaults to :meth:`version_for`. Without ``expect_response`` (Produce with acks=0)
         the future resolves to ``None`` once the request is written. ``raw`` resolves to the frame
-        (correlation id onwards) instead of a decoded response.
+        (correlation id onwards) instead of a decoded response. ``timeout_ms`` replaces
+        ``request.timeout.ms`` for this request (JoinGroup waits up to the rebalance timeout).
         """
         loop = self._loop
         assert loop is not None, "open() the connection first"
@@ -206,8 +208,10 @@ class BrokerConnection(asyncio.Protocol):
             future.set_result(None)
             return future
         response_type = None if raw else RESPONSES[request.API_KEY]
-        timer = loop.call_later(self.request_timeout, self._request_timed_out, correlation_id)
-        self._in_flight.append(_InFlight(correlation_id, request.API_KEY, version, response_type, future, timer))
+        timeout = self.request_timeout if timeout_ms is None else timeout_ms / 1000
+        timer = loop.call_later(timeout, self._request_timed_out, correlation_id)
+        self._in_flight.append(_InFlight(correlation_id, request.API_KEY, version, response_type, future, timer,
+                                         timeout))
         return future
 
     async def request(self, request: Message, version: int | None = None) -> Any:
@@ -227,7 +231,7 @@ class BrokerConnection(asyncio.Protocol):
             if entry.correlation_id == correlation_id:
                 api = _api_name(entry.api_key)
                 error = KafkaTimeoutError(
-                    f"{api} request to {self.address} got no response within {self.request_timeout * 1000:.0f} ms")
+                    f"{api} request to {self.address} got no response within {entry.timeout * 1000:.0f} ms")
                 entry.timer = None
                 if not entry.future.done():
                     entry.future.set_exception(error)

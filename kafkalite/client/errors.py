@@ -15,6 +15,11 @@ what to do next:
   ``abort_transaction()`` and go on.
 * :class:`TransactionStateError` -- a transactional call made in the wrong state.
 * :class:`RecordTooLargeError` -- a record larger than ``max.request.size`` or ``buffer.memory``.
+* :class:`CommitFailedError` -- a consumer's commit was refused because its group moved on (the
+  partitions may belong to another member now); poll again to rejoin.
+* :class:`OffsetOutOfRangeError` -- a fetch position outside the log with ``auto.offset.reset=none``;
+  :class:`NoOffsetForPartitionError` -- no committed offset and ``auto.offset.reset=none``.
+* :class:`FencedInstanceIdError` -- another consumer took over this ``group.instance.id``; fatal.
 
 Misuse that is no Kafka error keeps Python's own types: ``TypeError`` for a value of the wrong
 type given to ``send()``, :class:`~kafkalite.client.config.ConfigError` (a ``ValueError``) for a
@@ -27,9 +32,13 @@ from kafkalite.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
     "ClientClosedError",
+    "CommitFailedError",
+    "FencedInstanceIdError",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
+    "NoOffsetForPartitionError",
+    "OffsetOutOfRangeError",
     "ProducerFencedError",
     "RecordTooLargeError",
     "TransactionAbortableError",
@@ -82,6 +91,35 @@ class RecordTooLargeError(KafkaError):
         super().__init__(ErrorCode.MESSAGE_TOO_LARGE, message)
 
 
+class CommitFailedError(KafkaError):
+    """An offset commit the group refused because it rebalanced (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+    REBALANCE_IN_PROGRESS, STALE_MEMBER_EPOCH...): the partitions may belong to another member now.
+    The consumer rejoins on its next poll; records since the last commit may be read again."""
+
+
+class OffsetOutOfRangeError(KafkaError):
+    """Fetch positions outside their partitions' logs, with ``auto.offset.reset=none``."""
+
+    def __init__(self, message: str, offsets: dict[object, int]) -> None:
+        super().__init__(ErrorCode.OFFSET_OUT_OF_RANGE, message)
+        self.offsets = offsets
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """Partitions without a committed offset, with ``auto.offset.reset=none``."""
+
+    def __init__(self, message: str, partitions: list[object]) -> None:
+        super().__init__(ErrorCode.OFFSET_OUT_OF_RANGE, message)
+        self.partitions = partitions
+
+
+class FencedInstanceIdError(KafkaError):
+    """Another consumer with the same ``group.instance.id`` joined the group; this one must stop. Fatal."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.FENCED_INSTANCE_ID, message)
+
+
 class ClientClosedError(RuntimeError):
     """The client was closed; no more calls."""
 
@@ -101,6 +139,8 @@ def error_for(code: int, message: str | None = None, context: str = "") -> Kafka
         return UnsupportedVersionError(text)
     if error_code in _FENCED:
         return ProducerFencedError(error_code, text)
+    if error_code is ErrorCode.FENCED_INSTANCE_ID:
+        return FencedInstanceIdError(text)
     if error_code is ErrorCode.TRANSACTION_ABORTABLE:
         return TransactionAbortableError(error_code, text)
     return KafkaError(error_code, text)

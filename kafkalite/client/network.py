@@ -70,6 +70,7 @@ class NetworkClient:
         self._metadata_task: asyncio.Task[None] | None = None
         self._closed = False
         self._started = False
+        self.want_all_topics = False  # pattern subscriptions need every topic's metadata
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -248,10 +249,11 @@ class NetworkClient:
     # --- requests --------------------------------------------------------------------------------
 
     async def send(self, node_id: int, request: Message, *, max_version: int | None = None,
-                   min_version: int | None = None) -> Any:
+                   min_version: int | None = None, timeout_ms: float | None = None) -> Any:
         """Send ``request`` to ``node_id`` at the highest common version and await the response."""
         connection = await self.connection(node_id)
-        return await connection.send(request, connection.version_for(type(request), max_version, min_version))
+        return await connection.send(request, connection.version_for(type(request), max_version, min_version),
+                                     timeout_ms=timeout_ms)
 
     async def send_any(self, request: Message, *, max_version: int | None = None,
                        min_version: int | None = None) -> Any:
@@ -313,7 +315,7 @@ class NetworkClient:
 
     async def _refresh_with(self, connection: BrokerConnection, all_topics: bool = False) -> None:
         version = connection.version_for(MetadataRequest, min_version=1)
-        wanted = None if all_topics else sorted(self.metadata.interesting_topics)
+        wanted = None if all_topics or self.want_all_topics else sorted(self.metadata.interesting_topics)
         request = MetadataRequest(
             topics=None if wanted is None else [MetadataRequestTopic(name=name) for name in wanted],
             allow_auto_topic_creation=self.allow_auto_topic_creation,
