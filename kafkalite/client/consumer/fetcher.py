@@ -153,6 +153,13 @@ class Fetcher:
             partition = state.topic_partition
             leader = metadata.leader_for(partition)
             if leader is None:
+                if (self.subscriptions.is_user_assigned
+                        and metadata.topic_error(partition.topic) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                    state.fetch_offset = None  # stop fetching it; a seek or a new assign() starts again
+                    self._fail(KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, (
+                        f"{partition} is assigned but topic {partition.topic!r} does not exist (deleted?); "
+                        "it is no longer fetched")))
+                    continue
                 missing_leader = True
                 continue
             if leader in self.in_flight:
