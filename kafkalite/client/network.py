@@ -14,7 +14,10 @@
   :meth:`NetworkClient.request_metadata_update`. Only the topics the clients use are asked for.
 * **Coordinators.** :meth:`NetworkClient.coordinator` finds (FindCoordinator) and remembers the
   broker that coordinates a group or a transactional id; :meth:`NetworkClient.forget_coordinator`
-  drops it after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE.
+  drops it after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE. A consumer talks to its group
+  coordinator on a connection of its own (:meth:`NetworkClient.dedicated_id`), as the Java client
+  does: a broker answers in request order per connection, so a JoinGroup parked until a rebalance
+  completes must not hold up Fetch answers, nor a long-poll Fetch a heartbeat.
 
 Everything runs on the event loop of the caller of ``start()``; nothing here is thread-safe.
 """
@@ -45,6 +48,7 @@ log = logging.getLogger("kafkalite.client")
 COORDINATOR_GROUP = 0
 COORDINATOR_TRANSACTION = 1
 _BOOTSTRAP_NODE_BASE = -1000
+_DEDICATED_NODE_BASE = -2_000_000  # second connections to a broker: this minus its node id
 
 
 def monotonic_ms() -> float:
@@ -176,7 +180,7 @@ class NetworkClient:
         task = self._connecting.get(node_id)
         if task is not None and not task.done():
             return task
-        broker = self.metadata.broker(node_id)
+        broker = self.metadata.broker(node_id if node_id > _DEDICATED_NODE_BASE else _DEDICATED_NODE_BASE - node_id)
         if broker is None:
             self.request_metadata_update()
             return None
@@ -396,6 +400,11 @@ class NetworkClient:
             attempt += 1
             await asyncio.sleep(min(self.config.retry_backoff_ms * 2 ** min(attempt, 10),
                                     self.config.retry_backoff_max_ms) / 1000)
+
+    @staticmethod
+    def dedicated_id(node_id: int) -> int:
+        """The id under which :meth:`connection` and :meth:`send` keep a second connection to ``node_id``."""
+        return _DEDICATED_NODE_BASE - node_id
 
     def forget_coordinator(self, key_type: int, key: str) -> None:
         self._coordinators.pop((key_type, key), None)

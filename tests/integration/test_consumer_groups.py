@@ -42,7 +42,8 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     process = BrokerProcess(Path(tmp_path_factory.mktemp("groups")) / "data",
-                            {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000})
+                            {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
+                             "group.consumer.heartbeat.interval.ms": 300, "group.consumer.session.timeout.ms": 6000})
     with process:
         yield process.bootstrap_servers
 
@@ -95,8 +96,10 @@ class Member(threading.Thread):
     """One group member of some client, polling in its own thread until told to stop (then it leaves)."""
 
     def __init__(self, name: str, kind: str, bootstrap: str, group: str, topic: str, strategy: str,
-                 ownership: Ownership, read: list[tuple[str, int, int, bytes]], **config: Any) -> None:
+                 ownership: Ownership, read: list[tuple[str, int, int, bytes]], protocol: str = "classic",
+                 **config: Any) -> None:
         super().__init__(name=name, daemon=True)
+        self.protocol = protocol
         self.kind, self.bootstrap, self.group, self.topic, self.strategy = kind, bootstrap, group, topic, strategy
         self.ownership, self.read, self.config = ownership, read, config
         self.stop = threading.Event()
@@ -124,11 +127,13 @@ class Member(threading.Thread):
             def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
                 member.ownership.released(member.name, [(tp.topic, tp.partition) for tp in partitions])
 
-        config = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": 200, "fetch_max_wait_ms": 100,
-                  **self.config}
+        if self.protocol == "consumer":
+            config = {"group_protocol": "consumer", "group_remote_assignor": self.strategy, **self.config}
+        else:
+            config = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": 200,
+                      "partition_assignment_strategy": self.strategy, **self.config}
         with blocking.Consumer(bootstrap_servers=self.bootstrap, group_id=self.group, enable_auto_commit=False,
-                               auto_offset_reset="earliest", partition_assignment_strategy=self.strategy,
-                               **config) as consumer:
+                               auto_offset_reset="earliest", fetch_max_wait_ms=100, **config) as consumer:
             consumer.subscribe([self.topic], listener=Listener())
             self.ready.set()
             while not self.stop.is_set():
@@ -140,11 +145,14 @@ class Member(threading.Thread):
 
     def _run_confluent(self) -> None:
         member = self
+        group_config: dict[str, Any] = (
+            {"group.protocol": "consumer", "group.remote.assignor": self.strategy} if self.protocol == "consumer"
+            else {"partition.assignment.strategy": self.strategy, "session.timeout.ms": SESSION_MS,
+                  "heartbeat.interval.ms": 200})
         consumer = ConfluentConsumer({
             "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "partition.assignment.strategy": self.strategy,
-            "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 200, "fetch.wait.max.ms": 100,
-            "topic.metadata.refresh.interval.ms": 1000})
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 1000,
+            **group_config})
 
         def on_assign(_: Any, partitions: list[Any]) -> None:
             member.ownership.assigned(member.name, [(tp.topic, tp.partition) for tp in partitions])
@@ -351,6 +359,68 @@ def test_a_static_member_restarts_without_a_rebalance(bootstrap: str) -> None:
         produce(bootstrap, topic, 40, 40, partitions)
         wait_for(lambda: len(read) >= 80, TIMEOUT_S, "records after the restart were not read")
         assert ownership.rebalances["confluent"] == before["confluent"], "the other member saw a rebalance"
+        restarted.leave()
+    finally:
+        other.stop.set()
+        other.join(TIMEOUT_S)
+    assert not ownership.violations, ownership.violations
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_kip848_group_with_a_confluent_member_hands_partitions_over_once(bootstrap: str, assignor: str) -> None:
+    partitions = 6
+    topic = fresh_topic(bootstrap, partitions)
+    group = f"kip848-{assignor}-{uuid.uuid4().hex[:6]}"
+    every = {(topic, index) for index in range(partitions)}
+    ownership = Ownership()
+    read: list[tuple[str, int, int, bytes]] = []
+    produce(bootstrap, topic, 0, 300, partitions)
+    members = [Member(name, kind, bootstrap, group, topic, assignor, ownership, read, protocol="consumer")
+               for name, kind in [("bundled", "bundled"), ("confluent", "confluent"), ("bundled-2", "bundled")]]
+    try:
+        for member in members:
+            member.start()
+        wait_for(settled(ownership, members, every), TIMEOUT_S, "the KIP-848 group never settled with 3 members")
+        wait_for(lambda: len(read) >= 300, TIMEOUT_S, "the group did not read the first records")
+        produce(bootstrap, topic, 300, 300, partitions)
+        members[0].leave()
+        wait_for(settled(ownership, members[1:], every), TIMEOUT_S, "the group did not settle after a member left")
+        produce(bootstrap, topic, 600, 150, partitions)
+        wait_for(lambda: len({value for *_, value in read}) >= 750, TIMEOUT_S, "not every record was read")
+    finally:
+        for member in members:
+            member.stop.set()
+        for member in members:
+            member.join(TIMEOUT_S)
+    assert not ownership.violations, ownership.violations
+    values = Counter(value for *_, value in read)
+    assert set(values) == {f"r{index}".encode() for index in range(750)}
+    assert [value for value, count in values.items() if count > 1] == []
+
+
+def test_kip848_static_member_leaves_with_epoch_minus_two_and_keeps_its_partitions(bootstrap: str) -> None:
+    partitions = 4
+    topic = fresh_topic(bootstrap, partitions)
+    group = f"kip848-static-{uuid.uuid4().hex[:6]}"
+    every = {(topic, index) for index in range(partitions)}
+    ownership = Ownership()
+    read: list[tuple[str, int, int, bytes]] = []
+    other = Member("other", "bundled", bootstrap, group, topic, "uniform", ownership, read, protocol="consumer")
+    static = Member("static", "bundled", bootstrap, group, topic, "uniform", ownership, read, protocol="consumer",
+                    group_instance_id="kip848-a")
+    other.start()
+    static.start()
+    try:
+        wait_for(settled(ownership, [other, static], every), TIMEOUT_S, "the group never settled")
+        before = ownership.rebalances["other"]
+        mine = ownership.of("static")
+        static.leave()
+        restarted = Member("static", "bundled", bootstrap, group, topic, "uniform", ownership, read,
+                           protocol="consumer", group_instance_id="kip848-a")
+        restarted.start()
+        wait_for(lambda: ownership.rebalances["static"] > 0 and ownership.of("static") == mine, TIMEOUT_S,
+                 "the static member did not get its partitions back")
+        assert ownership.rebalances["other"] == before, "the other member's assignment changed"
         restarted.leave()
     finally:
         other.stop.set()

@@ -196,7 +196,6 @@ class ClassicCoordinator(GroupCoordinatorBase):
     def _check_subscription(self) -> None:
         if self._joined_topics is not None and self._joined_topics != self.subscriptions.topics:
             self.request_rejoin("the subscription changed")
-            self._joined_topics = None
         snapshot = self._assignment_snapshot
         if self.is_leader and snapshot is not None and self.state is MemberState.STABLE:
             metadata = self.client.metadata
@@ -223,7 +222,7 @@ class ClassicCoordinator(GroupCoordinatorBase):
                 await self._on_join_prepare(deadline_ms)
                 self._prepared = True
             self.state = MemberState.PREPARING_REBALANCE
-            self._joined_topics = self.subscriptions.topics
+            self.rejoin_needed = False  # a rejoin asked for from now on needs another round
             self.client.add_topics(self.subscriptions.topics)
             self._join_task = asyncio.get_running_loop().create_task(self._join_and_sync())
         task = self._join_task
@@ -307,6 +306,7 @@ class ClassicCoordinator(GroupCoordinatorBase):
     # --- the exchange -------------------------------------------------------------------------------
 
     def _join_request(self) -> JoinGroupRequest:
+        self._joined_topics = self.subscriptions.topics  # what the group is told we subscribe to
         topics = tuple(sorted(self.subscriptions.topics))
         owned = tuple(sorted(self.subscriptions.assigned_partitions()))
         protocols = []
@@ -347,7 +347,6 @@ class ClassicCoordinator(GroupCoordinatorBase):
                     code = ErrorCode.from_code(synced.error_code)
                     if code is ErrorCode.NONE:
                         self.state = MemberState.STABLE
-                        self.rejoin_needed = False
                         self._heartbeat_wakeup.set()
                         return _Joined(self.generation, decode_assignment(synced.assignment))
                     self._exchange_error(code, "SyncGroup")

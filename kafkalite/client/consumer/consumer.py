@@ -105,6 +105,8 @@ class Consumer:
         self._iter_state: PartitionState | None = None
         self._iter_end = 0
         self._iter_index = 0
+        self._committed_task: asyncio.Task[dict[TopicPartition, OffsetAndMetadata | None]] | None = None
+        self._committed_for: frozenset[TopicPartition] = frozenset()
 
     # --- lifecycle -----------------------------------------------------------------------------------
 
@@ -157,6 +159,8 @@ class Consumer:
         self._settle_iterator()
         deadline = monotonic_ms() + (timeout * 1000 if timeout is not None else self.config.default_api_timeout_ms)
         try:
+            if self._committed_task is not None:
+                self._committed_task.cancel()
             if self._coordinator is not None:
                 await self._coordinator.close(deadline)
         finally:
@@ -458,10 +462,8 @@ class Consumer:
         missing = subscriptions.missing_positions()
         if missing:
             if self._coordinator is not None:
-                try:
-                    committed = await self._coordinator.fetch_committed(
-                        [state.topic_partition for state in missing], max(deadline_ms, monotonic_ms() + 1))
-                except KafkaTimeoutError:
+                committed = await self._committed_offsets(missing, deadline_ms)
+                if committed is None:
                     return
                 for state in missing:
                     if subscriptions.assignment.get(state.topic_partition) is not state or state.position is not None:
@@ -483,6 +485,27 @@ class Consumer:
                 subscriptions.assignment[partition].reset_strategy = None
             raise NoOffsetForPartitionError(
                 f"no committed offset for {sorted(map(str, stuck))} and auto.offset.reset is none", list(stuck))
+
+    async def _committed_offsets(self, missing: list[PartitionState], deadline_ms: float
+                                 ) -> dict[TopicPartition, OffsetAndMetadata | None] | None:
+        """The committed offsets of ``missing``, waiting until ``deadline_ms`` at most (None: not yet).
+
+        The lookup runs as a task: a ``poll()`` that runs out of time leaves it going, and a later
+        ``poll()`` for the same partitions picks up its answer, as the Java client does.
+        """
+        assert self._coordinator is not None
+        wanted = frozenset(state.topic_partition for state in missing)
+        task = self._committed_task
+        if task is None or self._committed_for != wanted:
+            task = self._committed_task = asyncio.get_running_loop().create_task(self._coordinator.fetch_committed(
+                wanted, monotonic_ms() + self.config.default_api_timeout_ms))
+            self._committed_for = wanted
+        if not task.done():
+            await asyncio.wait({task}, timeout=max(0.0, (deadline_ms - monotonic_ms()) / 1000))
+            if not task.done():
+                return None
+        self._committed_task = None
+        return task.result()
 
     # --- the iterator --------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ session the broker remembers them, and each request carries only what changed:
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ class FetchPosition:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1
+    topic_id: uuid.UUID = uuid.UUID(int=0)  # a topic deleted and created again is another partition
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,8 +127,9 @@ class Fetcher:
             self._wakeup.clear()
             try:
                 delay = self.send_fetches()
-                if self.subscriptions.awaiting_reset() and (self._reset_task is None or self._reset_task.done()):
-                    self._reset_task = asyncio.get_running_loop().create_task(self.reset_offsets())
+                reset_in = self._maybe_reset()
+                if reset_in is not None:
+                    delay = reset_in if delay is None else min(delay, reset_in)
             except Exception as exc:  # noqa: BLE001 - a bug must not stop fetching silently
                 log.exception("fetch round failed")
                 self.errors.append(exc)
@@ -165,8 +166,10 @@ class Fetcher:
             if leader in self.in_flight:
                 continue
             assert state.fetch_offset is not None
+            info = metadata.topics.get(partition.topic)
             by_node.setdefault(leader, {})[partition] = FetchPosition(
-                state.fetch_offset, max_bytes, metadata.leader_epoch(partition))
+                state.fetch_offset, max_bytes, metadata.leader_epoch(partition),
+                topic_id=info.topic_id if info is not None else _ZERO_UUID)
         if missing_leader:
             self.client.request_metadata_update()
         delay: float | None = 0.5 if missing_leader else None
@@ -180,11 +183,7 @@ class Fetcher:
         return delay
 
     def _send(self, node_id: int, connection: Any, wanted: dict[TopicPartition, FetchPosition]) -> None:
-        metadata = self.client.metadata
-        topic_ids: dict[str, uuid.UUID] = {}
-        for partition in wanted:
-            info = metadata.topics.get(partition.topic)
-            topic_ids[partition.topic] = info.topic_id if info is not None else _ZERO_UUID
+        topic_ids = {partition.topic: position.topic_id for partition, position in wanted.items()}
         max_version = None if all(topic_id != _ZERO_UUID for topic_id in topic_ids.values()) else 12
         version = connection.version_for(FetchRequest, max_version=max_version, min_version=4)
         handler = self.sessions.get(node_id)
@@ -246,7 +245,7 @@ class Fetcher:
                 self._fail(error_for(code, context=f"Fetch from node {node_id}"))
             return
         try:
-            self._handle_partitions(response, sent)
+            self._handle_partitions(response, sent, handler)
         except KafkaError as exc:
             self._fail(exc)
 
@@ -254,10 +253,12 @@ class Fetcher:
         self.errors.append(error)
         self.data_available.set()
 
-    def _handle_partitions(self, response: FetchResponse, sent: _InFlight) -> None:
+    def _handle_partitions(self, response: FetchResponse, sent: _InFlight,
+                           handler: FetchSessionHandler | None = None) -> None:
         assignment = self.subscriptions.assignment
         config = self.config
         new_data = False
+        session_reset = False
         for topic in response.responses:
             name = topic.topic or sent.topic_names.get(topic.topic_id, "")
             for data in topic.partitions:
@@ -301,10 +302,14 @@ class Fetcher:
                 elif code in _RETRY_LATER:
                     log.debug("Fetch of %s: %s; refreshing metadata", partition, ErrorCode.from_code(code).name)
                     self.client.request_metadata_update()
+                    if code in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID):
+                        session_reset = True  # the session holds the old topic id: start a new one
                 else:
                     self._fail(error_for(code, context=str(partition)))
         if new_data:
             self.data_available.set()
+        if session_reset and handler is not None:
+            handler.handle_error()
 
     def _out_of_range(self, state: PartitionState, fetch_offset: int) -> None:
         strategy = self.subscriptions.default_reset
@@ -384,6 +389,18 @@ class Fetcher:
 
     # --- offsets by timestamp ------------------------------------------------------------------------
 
+    def _maybe_reset(self) -> float | None:
+        """Start looking up the positions awaiting a reset; seconds until the next try is due, or None."""
+        waiting = [state for state in self.subscriptions.awaiting_reset()
+                   if state.reset_strategy is not OffsetResetStrategy.NONE and not state.reset_in_flight]
+        if not waiting or (self._reset_task is not None and not self._reset_task.done()):
+            return None
+        now = monotonic_ms()
+        if any(state.next_reset_ms <= now for state in waiting):
+            self._reset_task = asyncio.get_running_loop().create_task(self.reset_offsets())
+            return None
+        return max(0.001, (min(state.next_reset_ms for state in waiting) - now) / 1000)
+
     async def reset_offsets(self) -> None:
         """Look up the position of every partition awaiting a reset (earliest, latest, or by time)."""
         now = monotonic_ms()
@@ -424,8 +441,6 @@ class Fetcher:
                     self._fail(result)
         self.wakeup()
         self.data_available.set()
-        if self.subscriptions.awaiting_reset():
-            asyncio.get_running_loop().call_later(self.config.retry_backoff_ms / 1000, self.wakeup)
 
     async def list_offsets(self, timestamps: Mapping[TopicPartition, int],
                            timeout_ms: float) -> dict[TopicPartition, OffsetAndTimestamp | None]:

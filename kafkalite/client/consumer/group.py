@@ -142,7 +142,7 @@ class GroupCoordinatorBase:
     # --- the coordinator ------------------------------------------------------------------------------
 
     async def ensure_coordinator(self, deadline_ms: float) -> int:
-        """The coordinator's node id, looking it up (and retrying) until ``deadline_ms``."""
+        """The id of the connection to the coordinator (looking it up and retrying until ``deadline_ms``)."""
         attempt = 0
         while True:
             if self.coordinator_id is not None:
@@ -150,9 +150,10 @@ class GroupCoordinatorBase:
             try:
                 node_id = await self.client.coordinator(COORDINATOR_GROUP, self.group_id,
                                                         max(1.0, deadline_ms - monotonic_ms()))
-                await self.client.connection(node_id)
-                self.coordinator_id = node_id
-                return node_id
+                dedicated = self.client.dedicated_id(node_id)
+                await self.client.connection(dedicated)
+                self.coordinator_id = dedicated
+                return dedicated
             except KafkaError as exc:
                 if not (exc.retriable or exc.error_code in COORDINATOR_ERRORS):
                     raise
@@ -169,7 +170,7 @@ class GroupCoordinatorBase:
     def coordinator_dead(self, reason: object) -> None:
         if self.coordinator_id is not None:
             log.info("group %r: coordinator %s unavailable (%s); looking it up again", self.group_id,
-                     self.coordinator_id, reason)
+                     self.client.dedicated_id(self.coordinator_id), reason)
         self.coordinator_id = None
         self.client.forget_coordinator(COORDINATOR_GROUP, self.group_id)
 
