@@ -44,6 +44,7 @@ from kafkalite.client.errors import (
 from kafkalite.client.metadata import TopicPartition
 from kafkalite.client.producer.producer import Producer, RecordFuture, RecordMetadata
 from kafkalite.client.producer.transactions import ConsumerGroupMetadata
+from kafkalite.protocol.records import TimestampType
 
 __all__ = [
     "Admin",
@@ -74,6 +75,7 @@ __all__ = [
     "RecordFuture",
     "RecordMetadata",
     "RecordTooLargeError",
+    "TimestampType",
     "TopicPartition",
     "TransactionAbortableError",
     "TransactionStateError",

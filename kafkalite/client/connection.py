@@ -56,13 +56,17 @@ def _api_name(api_key: int) -> str:
 
 def highest_common_version(request_type: type[Message], broker_range: tuple[int, int] | None,
                            max_version: int | None = None, min_version: int | None = None,
-                           broker: str = "the broker") -> int:
-    """The highest version of ``request_type`` that we and the broker both know (and within our bounds)."""
+                           broker: str = "the broker", allow_unstable: bool = False) -> int:
+    """The highest version of ``request_type`` that we and the broker both know (and within our bounds).
+
+    A version the schemas mark unstable is left out unless ``allow_unstable`` (for one that Kafka
+    releases since serve as stable, when the broker offers it).
+    """
     name = request_type.NAME.removesuffix("Request")
     if broker_range is None:
         raise UnsupportedVersionError(f"{broker} does not support the {name} API, which this client needs")
     low, high = request_type.VALID_VERSIONS
-    if request_type.LATEST_VERSION_UNSTABLE:
+    if request_type.LATEST_VERSION_UNSTABLE and not allow_unstable:
         high -= 1
     if max_version is not None:
         high = min(high, max_version)
@@ -173,10 +177,11 @@ class BrokerConnection(asyncio.Protocol):
         raise UnsupportedVersionError(f"{self.address} agrees on no ApiVersions version")
 
     def version_for(self, request_type: type[Message], max_version: int | None = None,
-                    min_version: int | None = None) -> int:
+                    min_version: int | None = None, allow_unstable: bool = False) -> int:
         """The highest version of ``request_type`` both sides know; :class:`UnsupportedVersionError` if none."""
         return highest_common_version(request_type, self.api_versions.get(request_type.API_KEY), max_version,
-                                      min_version, broker=f"broker {self.node_id} at {self.address}")
+                                      min_version, broker=f"broker {self.node_id} at {self.address}",
+                                      allow_unstable=allow_unstable)
 
     def supports(self, request_type: type[Message]) -> bool:
         return request_type.API_KEY in self.api_versions

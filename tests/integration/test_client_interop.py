@@ -1,15 +1,16 @@
 """The bundled client with other clients over real sockets: what it writes, they read exactly.
 
 Records from the bundled producer (keys, null values, headers, explicit timestamps, every codec)
-are read back by confluent-kafka and kafka-python; the same key lands in the same partition from
-the bundled producer and from confluent-kafka's ``murmur2_random`` partitioner (the Java client's);
-a transaction's aborted records stay invisible to a read_committed confluent-kafka consumer. Reading
-other clients' records with the bundled client waits for the bundled consumer.
+are read back by confluent-kafka and kafka-python, and theirs by the bundled consumer; the same key
+lands in the same partition from the bundled producer and from confluent-kafka's ``murmur2_random``
+partitioner (the Java client's); a transaction's aborted records stay invisible to a read_committed
+confluent-kafka consumer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 from typing import Any
@@ -18,10 +19,10 @@ import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 
-from kafkalite.client import Admin, NewTopic, Producer, TopicPartition
+from kafkalite.client import Admin, NewTopic, Producer, TimestampType, TopicPartition
 from kafkalite.client import sync as blocking
 
 TIMEOUT_S = 30
@@ -104,6 +105,58 @@ def test_bundled_records_read_back_by_confluent_and_kafka_python(broker: Any, co
         key, value, headers, timestamp = by_position[(message.partition, message.offset)]
         assert (message.key, message.value, message.timestamp) == (key, value, timestamp)
         assert list(message.headers) == headers
+
+
+def read_bundled(bootstrap: str, topic: str, expected: int, partitions: int = 3) -> list[Any]:
+    with blocking.Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                           fetch_max_wait_ms=100) as consumer:
+        consumer.assign([TopicPartition(topic, index) for index in range(partitions)])
+        records: list[Any] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(records) < expected and time.monotonic() < deadline:
+            records.extend(consumer.poll(timeout_ms=200))
+        records.extend(consumer.poll(timeout_ms=200))  # nothing more than expected
+    return records
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_confluent_and_kafka_python_records_read_back_by_the_bundled_consumer(broker: Any, codec: str) -> None:
+    records = sample(300)
+    written: dict[tuple[str, int, int], tuple[Any, ...]] = {}
+    confluent_topic, kafka_python_topic = fresh_topic(broker.bootstrap), fresh_topic(broker.bootstrap)
+
+    def delivered(record: tuple[Any, ...], error: Any, message: Any) -> None:
+        assert error is None, error
+        written[(confluent_topic, message.partition(), message.offset())] = record
+
+    confluent = ConfluentProducer({"bootstrap.servers": broker.bootstrap, "compression.type": codec,
+                                   "linger.ms": 2})
+    for record in records:
+        key, value, headers, timestamp = record
+        confluent.produce(confluent_topic, value, key, headers=headers or None, timestamp=timestamp,
+                          on_delivery=functools.partial(delivered, record))
+    assert confluent.flush(TIMEOUT_S) == 0
+    kafka_python = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=2,
+                                 compression_type=None if codec == "none" else codec)
+    futures = []
+    for key, value, headers, timestamp in records:
+        if key is None and value is None:
+            value = b""  # kafka-python refuses a record with neither
+        futures.append((kafka_python.send(kafka_python_topic, value, key, headers=headers, timestamp_ms=timestamp),
+                        (key, value, headers, timestamp)))
+    kafka_python.flush()
+    for future, record in futures:
+        metadata = future.get(TIMEOUT_S)
+        written[(kafka_python_topic, metadata.partition, metadata.offset)] = record
+    kafka_python.close()
+    for topic in (confluent_topic, kafka_python_topic):
+        got = read_bundled(broker.bootstrap, topic, len(records))
+        assert len(got) == len(records)
+        for record in got:
+            key, value, headers, timestamp = written[(topic, record.partition, record.offset)]
+            assert (record.key, record.value, list(record.headers)) == (key, value, list(headers))
+            assert (record.timestamp, record.timestamp_type) == (timestamp, TimestampType.CREATE_TIME)
+            assert record.leader_epoch == 0
 
 
 def test_the_same_key_lands_in_the_same_partition_as_with_confluent(broker: Any) -> None:

@@ -90,6 +90,7 @@ class ConsumerGroupCoordinator(GroupCoordinatorBase):
         self._send_now = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._sent: _Told | None = None
+        self._member_id_given = False  # a version 0 coordinator named the member
         self._left_for_poll_timeout = False
 
     # --- identity -----------------------------------------------------------------------------------
@@ -209,13 +210,18 @@ class ConsumerGroupCoordinator(GroupCoordinatorBase):
 
     # --- heartbeats ---------------------------------------------------------------------------------
 
-    def _request(self, epoch: int) -> tuple[ConsumerGroupHeartbeatRequest, _Told]:
-        """The next heartbeat, and what it tells (to send only changes next time, as Kafka expects)."""
+    def _request(self, epoch: int, version: int = 1) -> tuple[ConsumerGroupHeartbeatRequest, _Told]:
+        """The next heartbeat, and what it tells (to send only changes next time, as Kafka expects).
+
+        From version 1 the member names itself (KIP-1082); version 0 joins with an empty member id and
+        takes the one the coordinator gives.
+        """
         metadata = self.client.metadata
+        member_id = "" if version == 0 and epoch == 0 and not self._member_id_given else self.member_id
         topics = self.subscriptions.topics
         owned_set = frozenset(self.subscriptions.assigned_partitions())
         if epoch < 0:
-            request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+            request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=member_id,
                                                     member_epoch=epoch, instance_id=self.group_instance_id)
             return request, (topics, owned_set)
         full = epoch == 0 or self._sent is None
@@ -231,7 +237,7 @@ class ConsumerGroupCoordinator(GroupCoordinatorBase):
                 if info is not None:
                     topic_partitions.append(TopicPartitions(topic_id=info.topic_id, partitions=partitions))
         request = ConsumerGroupHeartbeatRequest(
-            group_id=self.group_id, member_id=self.member_id, member_epoch=epoch,
+            group_id=self.group_id, member_id=member_id, member_epoch=epoch,
             instance_id=self.group_instance_id, rack_id=(self.config.client_rack or None) if full else None,
             rebalance_timeout_ms=self.config.max_poll_interval_ms if full else -1,
             subscribed_topic_names=sorted(topics) if full or topics != sent_topics else None,
@@ -268,10 +274,12 @@ class ConsumerGroupCoordinator(GroupCoordinatorBase):
 
     async def _heartbeat_once(self) -> None:
         was_acknowledging = self.state is MembershipState.ACKNOWLEDGING
-        request, telling = self._request(self.member_epoch)
         try:
             node_id = await self.ensure_coordinator(monotonic_ms() + self.config.request_timeout_ms)
-            response: ConsumerGroupHeartbeatResponse = await self.client.send(node_id, request)
+            connection = await self.client.connection(node_id)
+            version = connection.version_for(ConsumerGroupHeartbeatRequest, allow_unstable=True)
+            request, telling = self._request(self.member_epoch, version)
+            response: ConsumerGroupHeartbeatResponse = await connection.send(request, version)
         except (KafkaError, OSError) as exc:
             self._sent = None
             if not isinstance(exc, KafkaError) or exc.error_code in (ErrorCode.NETWORK_EXCEPTION,
@@ -304,6 +312,7 @@ class ConsumerGroupCoordinator(GroupCoordinatorBase):
     def _on_success(self, response: ConsumerGroupHeartbeatResponse, was_acknowledging: bool) -> None:
         if response.member_id:
             self.member_id = response.member_id
+            self._member_id_given = True
         self.member_epoch = response.member_epoch
         if response.heartbeat_interval_ms > 0:
             self.heartbeat_interval_ms = response.heartbeat_interval_ms
@@ -341,7 +350,9 @@ class ConsumerGroupCoordinator(GroupCoordinatorBase):
             return
         epoch = STATIC_LEAVE_EPOCH if self.group_instance_id is not None else LEAVE_EPOCH
         try:
-            await asyncio.wait_for(self.client.send(self.coordinator_id, self._request(epoch)[0]),
+            connection = await self.client.connection(self.coordinator_id)
+            version = connection.version_for(ConsumerGroupHeartbeatRequest, allow_unstable=True)
+            await asyncio.wait_for(connection.send(self._request(epoch, version)[0], version),
                                    self.config.request_timeout_ms / 1000)
         except (KafkaError, OSError, TimeoutError) as exc:
             log.debug("group %r: leave heartbeat failed: %s", self.group_id, exc)
