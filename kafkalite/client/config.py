@@ -160,6 +160,9 @@ class ConsumerConfig(CommonConfig):
     allow_auto_create_topics: bool = _key(True, "subscribing to a missing topic may create it (when the broker "
                                                 "allows auto-creation)")
     client_rack: str = _key("", "this consumer's rack, sent to the group (rack-aware assignors may use it)")
+    receive_buffer_bytes: int = _key(-1, "SO_RCVBUF of broker sockets; -1 (the default here): the OS default, "
+                                         "which grows as needed, so a Fetch answer arrives while poll() decodes "
+                                         "the previous one (the Java client sets 65536)")
     default_api_timeout_ms: int = _key(60000, "how long position(), committed(), offsets_for_times() and the "
                                               "like may block", _positive)
     key_deserializer: Callable[[Any], Any] | None = _key(None, "callable turning key bytes into the record's key")

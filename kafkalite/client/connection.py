@@ -271,7 +271,7 @@ class BrokerConnection(asyncio.Protocol):
                     raise ProtocolError(f"response frame size {size} from {self.address} is impossible")
                 if end - position - 4 < size:
                     break
-                frame = bytes(buffer[position + 4 : position + 4 + size])
+                frame = bytes(memoryview(buffer)[position + 4 : position + 4 + size])  # one copy, not two
                 position += 4 + size
                 self._handle_frame(frame)
                 if self.close_reason is not None:

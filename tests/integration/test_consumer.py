@@ -350,3 +350,34 @@ def test_blocking_consumer_poll_iterate_commit_and_listener_on_the_caller_thread
         assert sorted(record.value for record in seen + rest) == sorted(f"v{index}".encode() for index in range(30))
         assert consumer.commit_async().result(TIMEOUT_S) is None
         assert consumer.position(TopicPartition(topic, 0)) == 15
+
+
+def test_a_member_that_stops_polling_leaves_and_its_next_poll_rejoins(bootstrap: str) -> None:
+    from kafkalite.testing.process import wait_for
+
+    topic = fresh_topic(bootstrap, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    every = {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+    lost: list[list[TopicPartition]] = []
+
+    class Listener:
+        def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+            lost.append(partitions)
+
+    config = {"group_id": group, **FAST, "heartbeat_interval_ms": 100}
+    with blocking.Consumer(bootstrap_servers=bootstrap, max_poll_interval_ms=1500, **config) as slow, \
+            blocking.Consumer(bootstrap_servers=bootstrap, **config) as steady:
+        slow.subscribe([topic], listener=Listener())
+        steady.subscribe([topic])
+
+        def both_assigned() -> bool:
+            slow.poll(timeout_ms=50)
+            steady.poll(timeout_ms=50)
+            return bool(slow.assignment()) and bool(steady.assignment())
+
+        wait_for(both_assigned, TIMEOUT_S, "the two members never shared the partitions")
+        # only the steady member polls now: the slow one leaves after max.poll.interval.ms
+        wait_for(lambda: steady.poll(timeout_ms=50) is not None and steady.assignment() == every, TIMEOUT_S,
+                 "the partitions of the member that stopped polling never moved")
+        wait_for(both_assigned, TIMEOUT_S, "the slow member did not rejoin on its next poll")
+        assert lost and set(lost[0]) and set(lost[0]) <= every  # its old partitions were reported lost

@@ -329,3 +329,30 @@ def test_paused_partitions_keep_their_data_until_resumed() -> None:
         assert sum(len(chunk[1]) for chunk in fetcher.collect(10)) == 3
 
     asyncio.run(scenario())
+
+
+def test_a_reset_that_failed_is_tried_again_after_the_back_off() -> None:
+    async def scenario() -> None:
+        fetcher, subscriptions, _ = make_fetcher(retry_backoff_ms=50)
+        subscriptions.assign_from_user([TP])
+        state = subscriptions.state(TP)
+        state.request_reset(OffsetResetStrategy.EARLIEST)
+        state.next_reset_ms = float("inf")  # as after a failed lookup: not due yet
+        assert fetcher._maybe_reset() is not None and fetcher._reset_task is None
+        from kafkalite.client.network import monotonic_ms
+
+        state.next_reset_ms = monotonic_ms() + 50
+        wait = fetcher._maybe_reset()
+        assert wait is not None and 0 < wait <= 0.05  # the fetch loop sleeps exactly until it is due
+
+    asyncio.run(scenario())
+
+
+def test_a_negative_length_is_corrupt_even_in_one_byte() -> None:
+    batch = bytearray(batch_bytes([Record(0, 1, b"k", b"v")]))
+    key_length_at = 61 + 1 + 1 + 1 + 1  # record length, attributes, timestamp delta, offset delta
+    assert batch[key_length_at] == 2  # zig-zag 1
+    batch[key_length_at] = 3  # zig-zag -2: no such length
+    with pytest.raises(KafkaError) as caught:
+        completed(bytes(batch), check_crcs=False).drain(10)
+    assert caught.value.error_code is ErrorCode.CORRUPT_MESSAGE

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from types import TracebackType
@@ -37,7 +36,7 @@ from typing import Any
 from kafkalite.client.admin_types import OffsetAndMetadata
 from kafkalite.client.config import ConfigError, ConsumerConfig, parse_config
 from kafkalite.client.consumer.classic import ClassicCoordinator, assignors_from_config
-from kafkalite.client.consumer.fetcher import Fetcher, OffsetAndTimestamp
+from kafkalite.client.consumer.fetcher import Fetcher, OffsetAndTimestamp, Wakeup
 from kafkalite.client.consumer.group import GroupCoordinatorBase, OffsetCommitCallback
 from kafkalite.client.consumer.records import ConsumerRecord, ConsumerRecords
 from kafkalite.client.consumer.subscription import OffsetResetStrategy, PartitionState, SubscriptionState
@@ -97,7 +96,7 @@ class Consumer:
         self._client: NetworkClient | None = None
         self._fetcher: Fetcher | None = None
         self._coordinator: GroupCoordinatorBase | None = None
-        self._wakeup: asyncio.Event | None = None
+        self._wakeup: Wakeup | None = None
         self._start_lock: asyncio.Lock | None = None
         self._closed = False
         self._iterator: collections.deque[_Chunk] = collections.deque()
@@ -124,7 +123,7 @@ class Consumer:
             config = self.config
             client = NetworkClient(config, allow_auto_topic_creation=config.allow_auto_create_topics)
             await client.start(config.default_api_timeout_ms)
-            wakeup = asyncio.Event()
+            wakeup = Wakeup()
             fetcher = Fetcher(client, self.subscriptions, config, wakeup)
             coordinator: GroupCoordinatorBase | None = None
             if config.group_id is not None:
@@ -255,6 +254,7 @@ class Consumer:
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Read exactly these partitions, without group membership (commits still go to ``group.id``)."""
         self._check_open()
+        self._sync_iterator()
         wanted = [_partition(partition) for partition in partitions]
         if self.subscriptions.is_subscribed:
             raise ValueError("assign() and subscribe() do not mix: call unsubscribe() first")
@@ -326,6 +326,7 @@ class Consumer:
         topic_partition = _partition(partition)
         self.subscriptions.state(topic_partition)
         await self._started()
+        self._sync_iterator()
         deadline = self._deadline(timeout_ms)
         while True:
             state = self.subscriptions.state(topic_partition)
@@ -342,8 +343,7 @@ class Consumer:
             left = deadline - monotonic_ms()
             if left <= 0:
                 raise KafkaTimeoutError(f"the position of {topic_partition} is not known in time")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wakeup.wait(), min(left, 100) / 1000)
+            await wakeup.wait(min(left, 100) / 1000)
 
     async def committed(self, partitions: Iterable[TopicPartition | tuple[str, int]] | TopicPartition,
                         timeout_ms: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
@@ -430,6 +430,7 @@ class Consumer:
 
     async def _poll_chunks(self, timeout_ms: float, max_records: int) -> list[_Chunk]:
         _, fetcher = await self._started()
+        self._sync_iterator()
         wakeup = self._wakeup
         assert wakeup is not None
         deadline = monotonic_ms() + max(0.0, timeout_ms)
@@ -453,8 +454,7 @@ class Consumer:
             left = deadline - monotonic_ms()
             if left <= 0:
                 return []
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wakeup.wait(), left / 1000)
+            await wakeup.wait(left / 1000)
 
     async def _update_positions(self, deadline_ms: float) -> None:
         """New partitions start at the committed offset, else by ``auto.offset.reset``."""
@@ -515,13 +515,13 @@ class Consumer:
     async def __anext__(self) -> ConsumerRecord:
         records = self._iter_records
         index = self._iter_index
-        if index < len(records):
-            record = records[index]
+        if index < len(records):  # the hot path: positions follow lazily (_sync_iterator)
             self._iter_index = index + 1
-            state = self._iter_state
-            assert state is not None
-            state.position = record[2] + 1 if index + 1 < len(records) else self._iter_end
-            return record
+            return records[index]
+        return await self._next_chunk()
+
+    async def _next_chunk(self) -> ConsumerRecord:
+        self._sync_iterator()
         while True:
             if self._closed:
                 raise StopAsyncIteration
@@ -538,7 +538,6 @@ class Consumer:
                     state.position_leader_epoch = epoch
                 self._iter_state, self._iter_records, self._iter_end = state, records, end
                 self._iter_index = 1
-                state.position = records[0][2] + 1 if len(records) > 1 else end
                 return records[0]
             try:
                 chunks = await self._poll_chunks(1000, self.config.max_poll_records)
@@ -546,8 +545,27 @@ class Consumer:
                 raise StopAsyncIteration from None
             self._iterator.extend(chunks)
 
+    def _sync_iterator(self) -> None:
+        """Move the position of the partition the iterator reads to just after the last record it handed out.
+
+        The iterator hands records out without touching positions; everything that reads a position
+        (polls, commits, ``position()``, seeks, close) calls this first.
+        """
+        state = self._iter_state
+        index = self._iter_index
+        if state is None or index == 0:
+            return
+        records = self._iter_records
+        if self.subscriptions.assignment.get(state.topic_partition) is state:
+            state.position = records[index - 1][2] + 1 if index < len(records) else self._iter_end
+        if index >= len(records):
+            self._iter_state = None
+            self._iter_records = []
+            self._iter_index = 0
+
     def _settle_iterator(self) -> None:
         """Records the iterator holds but has not handed out are not consumed: fetch them again later."""
+        self._sync_iterator()
         pending: dict[int, PartitionState] = {}
         if self._iter_state is not None and self._iter_index < len(self._iter_records):
             pending[id(self._iter_state)] = self._iter_state
@@ -560,6 +578,7 @@ class Consumer:
                     self._fetcher.drop_buffered(state.topic_partition)
                 state.fetch_offset = state.position
         self._iterator.clear()
+        self._iter_state = None
         self._iter_records = []
         self._iter_index = 0
         if pending and self._fetcher is not None:
@@ -598,6 +617,7 @@ class Consumer:
         """
         await self._started()
         group = self._group()
+        self._sync_iterator()
         wanted = _offsets(offsets) if offsets is not None else group.consumed_offsets()
         await group.commit(wanted, self._deadline(timeout_ms))
 
@@ -605,6 +625,7 @@ class Consumer:
                      callback: OffsetCommitCallback | None = None) -> asyncio.Future[None]:
         """Send a commit and return at once: a future, and ``callback(offsets, error)`` when it is answered."""
         self._check_open()
+        self._sync_iterator()
         wanted = _offsets(offsets) if offsets is not None else None
 
         async def run() -> None:

@@ -52,7 +52,7 @@ from kafkalite.protocol.messages import FetchRequest, FetchResponse, ListOffsets
 from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic, ForgottenTopic
 from kafkalite.protocol.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
-__all__ = ["Fetcher", "OffsetAndTimestamp"]
+__all__ = ["Fetcher", "OffsetAndTimestamp", "Wakeup"]
 
 log = logging.getLogger("kafkalite.client")
 
@@ -65,6 +65,57 @@ _RETRY_LATER = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TO
                           ErrorCode.OFFSET_NOT_AVAILABLE, ErrorCode.NOT_ENOUGH_REPLICAS,
                           ErrorCode.BROKER_NOT_AVAILABLE})
 _CONNECT_POLL_S = 0.05
+
+
+class Wakeup:
+    """A flag tasks wait on, with a timeout; ``set()`` resumes them in one step of the event loop.
+
+    ``asyncio.wait_for(event.wait(), timeout)`` wraps each wait in a task of its own and takes three
+    hops of the loop to resume the waiter; a record waiting to be handed out should not.
+    """
+
+    __slots__ = ("_flag", "_waiters")
+
+    def __init__(self) -> None:
+        self._flag = False
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def set(self) -> None:
+        self._flag = True
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Until set or ``timeout`` seconds (None: no limit) pass; whether it is set."""
+        if self._flag:
+            return True
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(waiter)
+        timer = loop.call_later(timeout, _expire, waiter) if timeout is not None else None
+        try:
+            await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if not waiter.done():
+                waiter.cancel()
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+        return self._flag
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +137,7 @@ class Fetcher:
     """Fetches for the assigned partitions and keeps the fetch buffer (see the module docstring)."""
 
     def __init__(self, client: NetworkClient, subscriptions: SubscriptionState, config: ConsumerConfig,
-                 data_available: asyncio.Event | None = None) -> None:
+                 data_available: Wakeup | None = None) -> None:
         self.client = client
         self.subscriptions = subscriptions
         self.config = config
@@ -95,8 +146,8 @@ class Fetcher:
         self.sessions: dict[int, FetchSessionHandler] = {}
         self.in_flight: dict[int, _InFlight] = {}
         self.errors: list[BaseException] = []
-        self.data_available = data_available if data_available is not None else asyncio.Event()
-        self._wakeup = asyncio.Event()
+        self.data_available = data_available if data_available is not None else Wakeup()
+        self._wakeup = Wakeup()
         self._closed = False
         self._reset_task: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -135,11 +186,7 @@ class Fetcher:
                 self.errors.append(exc)
                 self.data_available.set()
                 delay = self.config.retry_backoff_ms / 1000
-            if delay is None:
-                await self._wakeup.wait()
-            else:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup.wait(), delay)
+            await self._wakeup.wait(delay)
 
     def send_fetches(self) -> float | None:
         """Send a Fetch to every leader that has fetchable partitions and none in flight.
@@ -248,6 +295,10 @@ class Fetcher:
             self._handle_partitions(response, sent, handler)
         except KafkaError as exc:
             self._fail(exc)
+        try:
+            self.send_fetches()  # the next Fetch to this broker goes out now, not a loop step later
+        except Exception:  # noqa: BLE001 - the fetch loop tries again and reports it
+            self._wakeup.set()
 
     def _fail(self, error: BaseException) -> None:
         self.errors.append(error)

@@ -31,7 +31,7 @@ from typing import Any
 
 from kafkalite.client.admin_types import OffsetAndMetadata
 from kafkalite.client.config import ConsumerConfig
-from kafkalite.client.consumer.fetcher import Fetcher
+from kafkalite.client.consumer.fetcher import Fetcher, Wakeup
 from kafkalite.client.consumer.subscription import SubscriptionState
 from kafkalite.client.errors import CommitFailedError, KafkaTimeoutError, error_for
 from kafkalite.client.metadata import TopicPartition
@@ -109,7 +109,7 @@ class GroupCoordinatorBase:
         self.coordinator_id: int | None = None
         self.fatal_error: BaseException | None = None
         self.listener_errors: list[BaseException] = []
-        self.wakeup = asyncio.Event()  # poll() has something to do (a rejoin, an assignment)
+        self.wakeup = Wakeup()  # poll() has something to do (a rejoin, an assignment)
         self.closed = False
         self.last_poll_ms = monotonic_ms()
         self.next_auto_commit_ms = monotonic_ms() + config.auto_commit_interval_ms

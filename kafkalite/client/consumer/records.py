@@ -47,15 +47,21 @@ class ConsumerRecord(NamedTuple):
     or what the configured deserializers return. ``headers`` are (str, bytes | None) pairs.
     ``leader_epoch`` is the partition leader epoch the record was written in (None when unknown).
 
+    ``timestamp_type`` is a :class:`~kafkalite.protocol.records.TimestampType` value as a plain int
+    (0 create time, 1 log append time, -1 none), equal to the enum's members.
+
     A named tuple, and so immutable, because a consumer makes hundreds of thousands of them a second
     and a tuple is the cheapest value Python builds (``tuple.__new__``, no Python-level ``__init__``).
+    Every field is a plain value (no enum member, no mutable object), so the garbage collector stops
+    tracking a record the first time it sees it instead of walking every live record again and again
+    (which cost a quarter of the consumer's time).
     """
 
     topic: str
     partition: int
     offset: int
     timestamp: int
-    timestamp_type: TimestampType
+    timestamp_type: int
     key: Any
     value: Any
     headers: tuple[tuple[str, bytes | None], ...]
@@ -67,8 +73,8 @@ class ConsumerRecord(NamedTuple):
 
 
 _new_record = tuple.__new__
-_CREATE_TIME = TimestampType.CREATE_TIME
-_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
+_CREATE_TIME = int(TimestampType.CREATE_TIME)
+_LOG_APPEND_TIME = int(TimestampType.LOG_APPEND_TIME)
 _TIMESTAMP_TYPE_BIT = 0x08
 _COMPRESSION_MASK = 0x07
 _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
@@ -182,38 +188,38 @@ def decode_batch(batch: RecordBatch, topic: str, partition: int) -> list[Consume
         gc.disable()
     try:
         for _ in range(count):
-            # the record's length: not needed, the fields say where the record ends
+            # the record's length (not needed: the fields say where the record ends) and its attributes
             if data[position] < 0x80:
-                position += 2  # and the attributes byte
+                position += 2
             elif data[position + 1] < 0x80:
                 position += 3
             else:
                 position = varint(data, position)[1] + 1
             byte = data[position]
             if byte < 0x80:
-                timestamp_delta = (byte >> 1) ^ -(byte & 1)
+                timestamp = base_timestamp + ((byte >> 1) ^ -(byte & 1))
                 position += 1
-            elif data[position + 1] < 0x80:
-                raw = (byte & 0x7F) | (data[position + 1] << 7)
-                timestamp_delta = (raw >> 1) ^ -(raw & 1)
-                position += 2
             else:
-                timestamp_delta, position = varint(data, position)
+                delta, position = varint(data, position)
+                timestamp = base_timestamp + delta
             byte = data[position]
             if byte < 0x80:
-                offset_delta = byte >> 1
+                offset = base_offset + (byte >> 1)
                 position += 1
-            elif data[position + 1] < 0x80:
-                offset_delta = ((byte & 0x7F) | (data[position + 1] << 7)) >> 1
-                position += 2
             else:
-                offset_delta, position = varint(data, position)
+                second = data[position + 1]
+                if second < 0x80:
+                    offset = base_offset + (((byte & 0x7F) | (second << 7)) >> 1)
+                    position += 2
+                else:
+                    delta, position = varint(data, position)
+                    offset = base_offset + delta
             byte = data[position]
             if byte == 1:
                 key = None
                 position += 1
             else:
-                if byte < 0x80:
+                if not byte & 0x81:  # one byte, not negative
                     length = byte >> 1
                     position += 1
                 else:
@@ -226,21 +232,22 @@ def decode_batch(batch: RecordBatch, topic: str, partition: int) -> list[Consume
             if byte == 1:
                 value = None
                 position += 1
+            elif not byte & 0x81:  # one byte, not negative
+                end = position + 1 + (byte >> 1)
+                value = data[position + 1:end]
+                position = end
             else:
-                if byte < 0x80:
-                    length = byte >> 1
-                    position += 1
-                elif data[position + 1] < 0x80:
-                    length = ((byte & 0x7F) | (data[position + 1] << 7)) >> 1
-                    position += 2
-                    if byte & 1:
-                        raise CorruptRecordError("a record value has a negative length")
+                second = data[position + 1]
+                if second < 0x80 and not byte & 1:
+                    end = position + 2 + (((byte & 0x7F) | (second << 7)) >> 1)
+                    value = data[position + 2:end]
+                    position = end
                 else:
                     length, position = varint(data, position)
                     if length < 0:
                         raise CorruptRecordError(f"record value length {length} is invalid")
-                value = data[position:position + length]
-                position += length
+                    value = data[position:position + length]
+                    position += length
             byte = data[position]
             position += 1
             if byte == 0:
@@ -253,8 +260,8 @@ def decode_batch(batch: RecordBatch, topic: str, partition: int) -> list[Consume
                 else:
                     header_count = byte >> 1
                 headers, position = _read_headers(data, position, header_count)
-            append(new(record_type, (topic, partition, base_offset + offset_delta, base_timestamp + timestamp_delta,
-                                     create_time, key, value, headers, leader_epoch)))
+            append(new(record_type, (topic, partition, offset, timestamp, create_time, key, value, headers,
+                                     leader_epoch)))
     except IndexError:
         raise CorruptRecordError(f"a record of the batch at offset {base_offset} runs past its end") from None
     finally:
@@ -272,7 +279,7 @@ def decode_batch(batch: RecordBatch, topic: str, partition: int) -> list[Consume
 
 def decode_legacy(batch: LegacyRecordBatch, topic: str, partition: int) -> list[ConsumerRecord]:
     """The records of a magic 0/1 message (a compressed wrapper gives its inner messages)."""
-    timestamp_type = batch.timestamp_type
+    timestamp_type = int(batch.timestamp_type)
     return [_new_record(ConsumerRecord, (topic, partition, record.offset, record.timestamp, timestamp_type,
                                          record.key, record.value, _NO_HEADERS, None))
             for record in batch.records()]
