@@ -97,6 +97,8 @@ class BrokerServer:
         def tick() -> None:
             try:
                 cluster.periodic(int(time.time() * 1000))
+            except OSError as exc:  # a full disk, a file limit...: said once per tick, retried on the next
+                log.error("periodic work failed, will retry: %s", exc)
             except Exception:
                 log.exception("periodic work failed")
             if not self._stopped:
