@@ -23,7 +23,7 @@ from kafkalite.broker.config import (
 )
 from kafkalite.broker.core.log.partition_log import LogConfig
 from kafkalite.broker.core.topics import log_config
-from kafkalite.cli import _parse_args, build_config
+from kafkalite.cli.serve import _parse_args, build_config
 from kafkalite.protocol.errors import ErrorCode
 
 NO_ENV: dict[str, str] = {}
