@@ -457,3 +457,19 @@ def test_every_key_is_honoured_or_says_why_not() -> None:
         if not honoured:
             silent.append(key.name)
     assert silent == []
+
+
+def test_an_unknown_key_warns_once_with_the_nearest_known_key(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="kafkalite.config"):
+        BrokerConfig({"log.retention.hourz": "5"})
+        BrokerConfig({"log.retention.hourz": "5"})
+        BrokerConfig({"listener.name.internal.ssl.keystore.location": "/keys"})  # a per-listener key
+    warnings = [record.getMessage() for record in caplog.records]
+    assert warnings == ["unknown config key log.retention.hourz, kept without effect; did you mean "
+                        "log.retention.hours?"]
+
+
+def test_a_bad_value_names_key_value_and_reason() -> None:
+    with pytest.raises(ConfigError) as raised:
+        BrokerConfig({"num.partitions": "zero"})
+    assert str(raised.value) == "Invalid value zero for configuration num.partitions: Not a number of type INT"

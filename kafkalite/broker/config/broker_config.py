@@ -29,6 +29,7 @@ else ``log.retention.minutes`` x 60 000, else ``log.retention.hours`` x 3 600 00
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -193,6 +194,21 @@ def _keys_from_environ(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 _reported_unknown: set[str] = set()
+_LISTENER_PREFIX = re.compile(r"^listener\.name\.[^.]+\.")
+
+
+def _warn_unknown(key: str) -> None:
+    """An unknown key is kept (Kafka accepts custom keys) and said once, with the known key it is closest to.
+
+    ``listener.name.<listener>.<key>`` is a per-listener setting of ``<key>``: known when ``<key>`` is."""
+    base = _LISTENER_PREFIX.sub("", key)
+    if base != key and (base in BROKER_KEYS or base.startswith(("sasl.", "ssl.", "plain.", "scram-", "oauthbearer."))):
+        return
+    nearest = difflib.get_close_matches(key, BROKER_KEYS, n=1, cutoff=0.8)
+    if nearest:
+        log.warning("unknown config key %s, kept without effect; did you mean %s?", key, nearest[0])
+    else:
+        log.warning("unknown config key %s, kept without effect", key)
 _Settings = TypeVar("_Settings")
 
 
@@ -245,7 +261,7 @@ class BrokerConfig:
         if known is None:
             if key not in _reported_unknown:
                 _reported_unknown.add(key)
-                log.debug("keeping unknown config key %s", key)
+                _warn_unknown(key)
             return
         self._values[key] = known.parse(raw)
 

@@ -105,7 +105,15 @@ class Cluster:
 
     @property
     def endpoint(self) -> Endpoint:
-        """The first advertised listener (the one clients are sent to)."""
+        """The first advertised listener."""
+        return self.endpoints[0]
+
+    def endpoint_for(self, listener_name: str) -> Endpoint:
+        """What a client that connected to ``listener_name`` is told to connect to: that listener's
+        advertised address, as Kafka answers (the first one when the name is unknown or empty)."""
+        for endpoint in self.endpoints:
+            if endpoint.name == listener_name:
+                return endpoint
         return self.endpoints[0]
 
     def open(self) -> None:

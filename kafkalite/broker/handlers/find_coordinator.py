@@ -28,7 +28,7 @@ def handle_find_coordinator(context: RequestContext, request: FindCoordinatorReq
         cluster.group_coordinator.ensure_offsets_topic()
     error = ErrorCode.NONE if key_type in (GROUP, TRANSACTION) else ErrorCode.INVALID_REQUEST
     message = None if error is ErrorCode.NONE else f"Unsupported coordinator key type {key_type}"
-    endpoint = cluster.endpoint
+    endpoint = cluster.endpoint_for(context.listener_name)
     node_id, host, port = (cluster.node_id, endpoint.host, endpoint.port) if error is ErrorCode.NONE else (-1, "", -1)
     if version < 4:
         return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node_id, host=host, port=port)

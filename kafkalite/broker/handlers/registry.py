@@ -35,6 +35,7 @@ class RequestContext:
     client_id: str | None
     peer: str  # "host:port" of the client, for log lines
     connection_id: int = 0
+    listener_name: str = ""  # the listener the client connected to ("": the first one)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
