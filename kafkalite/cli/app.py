@@ -62,7 +62,7 @@ def serve_command(arguments: tuple[str, ...]) -> None:
 
 
 @cli.command("check")
-@client_options(timeout_s=5.0)
+@client_options(timeout_s=3.0)
 @json_option
 def check_command(settings: ClientSettings, as_json: bool) -> None:
     """Ask the cluster for its API versions and metadata (alias: ping).
