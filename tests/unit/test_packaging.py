@@ -75,3 +75,11 @@ def test_the_images_settings_serve_the_host_and_the_compose_network() -> None:
                                             Listener("INTERNAL", "kafkalite", 29092)]
     assert config.data_dir() == Path("/data")
     assert read_properties(REPO / "config" / "server.properties")  # the file the image starts with
+
+
+def test_the_health_check_is_a_real_command() -> None:
+    from kafkalite.cli.app import cli
+
+    healthcheck = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
+    command = healthcheck["services"]["kafkalite"]["healthcheck"]["test"]
+    assert command[1] == "kafkalite" and command[2] in cli.commands

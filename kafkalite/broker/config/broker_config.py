@@ -187,10 +187,16 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
+# KAFKALITE_* variables that are not broker configs: the CLI's default bootstrap server and the
+# code generator's schema directory.
+NOT_BROKER_CONFIGS = frozenset({"KAFKALITE_BOOTSTRAP_SERVER", "KAFKALITE_SCHEMAS"})
+
+
 def _keys_from_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """``KAFKALITE_LOG_RETENTION_HOURS=1`` -> ``{"log.retention.hours": "1"}``."""
     return {name[len(ENV_PREFIX):].lower().replace("_", "."): value
-            for name, value in environ.items() if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX)}
+            for name, value in environ.items()
+            if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX) and name not in NOT_BROKER_CONFIGS}
 
 
 _reported_unknown: set[str] = set()

@@ -1,12 +1,14 @@
-"""The ``kafkalite`` command.
+"""``kafkalite serve``: run the broker.
 
     kafkalite [serve] [--config server.properties] [--port N] [--listeners ...]
               [--advertised-listeners ...] [--data-dir DIR] [--memory] [--log-level LEVEL]
               [--override key=value]... [key=value ...]
 
-``serve`` is the default subcommand, so ``python -m kafkalite --config config/server.properties`` works.
+``serve`` is the default command, so ``python -m kafkalite --config config/server.properties`` works.
 Configuration precedence, lowest first: defaults, the ``--config`` file, ``KAFKALITE_*`` environment
-variables, ``key=value`` pairs (positional or ``--override``), then the dedicated flags.
+variables, ``key=value`` pairs (positional or ``--override``), then the dedicated flags. Arguments are
+read with argparse and the listening sockets are bound before the broker is imported, so that clients
+can connect as early as possible; nothing of the other commands (or of their CLI library) is imported.
 """
 
 from __future__ import annotations
