@@ -38,7 +38,7 @@ run: venv compile
 codegen-check: venv-test
 	$(PY) -m kafkalite.protocol.codegen --check
 
-# ruff for style and mistakes; mypy (strict for kafkalite.protocol and kafkalite.broker.core, see pyproject.toml).
+# ruff for style and mistakes; mypy (strict for kafkalite.protocol, kafkalite.broker.core and kafkalite.cli, see pyproject.toml).
 lint: venv-test
 	$(PY) -m ruff check kafkalite tests benchmarks
 	$(PY) -m mypy

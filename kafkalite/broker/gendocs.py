@@ -24,7 +24,7 @@ import textwrap
 from pathlib import Path
 
 import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
-from kafkalite.broker.config import CONFIG_KEYS, ENV_PREFIX, ConfigKey
+from kafkalite.broker.config import CONFIG_KEYS, ENV_PREFIX, GROUP_KEYS, ConfigKey
 from kafkalite.broker.handlers.registry import HANDLERS, NOT_SERVED
 from kafkalite.protocol.messages import REQUESTS
 
@@ -162,6 +162,8 @@ as the cluster-wide default), plus the few keys of kafkalite's own. A key marked
 accepted, checked and reported (a Kafka `server.properties` loads unchanged, and the dynamic ones
 can be altered, are kept across restarts and are described), and the column says why it changes
 nothing here. Topic keys are set per topic; their default comes from the broker keys named.
+Group configs are set per group (IncrementalAlterConfigs on a GROUP resource, `kafka-configs.sh
+--entity-type groups`); a group that does not set one takes the broker key named.
 `config/server.properties` shows the keys that have an effect.
 """
 
@@ -195,6 +197,14 @@ def render_configuration() -> str:
         effect = key.doc if key.inert is None else f"*no effect*: {key.inert}. {key.doc}"
         lines.append(f"| `{key.name}` | {key.type.name.lower()} | {_cell(default)} | {_cell(update)} | "
                      f"{_cell(effect)} |\n")
+    lines.append("\n## Group configs\n\n| key | type | default | update | in kafkalite |\n"
+                 "| --- | --- | --- | --- | --- |\n")
+    for key in GROUP_KEYS.values():
+        default = ("" if key.synonyms else _shown_default(key))
+        update = "per group" + ("; default: " + ", else ".join(f"`{name}`" for name, _ in key.synonyms)
+                                if key.synonyms else "")
+        lines.append(f"| `{key.name}` | {key.type.name.lower()} | {_cell(default)} | {_cell(update)} | "
+                     f"{_cell(key.doc)} |\n")
     return "".join(lines)
 
 

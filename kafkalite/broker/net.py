@@ -96,8 +96,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         clock: Callable[[], float] = time.monotonic,
         max_in_flight: int = MAX_IN_FLIGHT,
         scratch: ReceiveScratch | None = None,
+        listener_name: str = "",
     ) -> None:
         self._cluster, self._handlers, self._connections, self._clock = cluster, handlers, connections, clock
+        self.listener_name = listener_name
+        self.client_id: str | None = None  # of the last request header read
         self._max_request_bytes, self._idle_ms, self._max_in_flight = max_request_bytes, idle_ms, max_in_flight
         self.connection_id = next(_connection_ids)
         self.peer = "?"
@@ -202,6 +205,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except ProtocolError as exc:
             return self._violation(f"sent a malformed request header: {exc}")
         api_key, api_version = request.api_key, request.api_version
+        self.client_id = request.header.client_id
         handler = self._handlers.get(api_key)
         if handler is None:
             return self._violation(f"sent unknown API key {api_key} (v{api_version})")
@@ -219,7 +223,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except ProtocolError as exc:
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
         context = RequestContext(self._cluster, api_key, api_version, request.correlation_id,
-                                 request.header.client_id, self.peer, self.connection_id)
+                                 request.header.client_id, self.peer, self.connection_id, self.listener_name)
         self._pending.append(slot)
         try:
             result = handler.handle(context, body)
@@ -265,13 +269,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return self.close()
         self._update_reading()
 
+    @property
+    def who(self) -> str:
+        """The client as log lines name it: its address, and its client id once a request said it."""
+        return self.peer if self.client_id is None else f"{self.peer} (client id {self.client_id!r})"
+
     def _handler_failed(self, handler: ApiHandler, api_version: int, exc: BaseException | None) -> None:
-        log.error("%s v%d from %s failed; closing the connection", handler.name, api_version, self.peer,
+        log.error("%s v%d from %s failed; closing the connection", handler.name, api_version, self.who,
                   exc_info=exc if exc is not None else True)
         self.close()
 
     def _violation(self, reason: str) -> None:
-        log.warning("closing connection from %s: %s", self.peer, reason)
+        log.warning("closing connection from %s: %s", self.who, reason)
         self.close()
 
     def _update_reading(self) -> None:
@@ -297,7 +306,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return limit - idle_for
         if self._pending:
             return limit
-        log.info("closing connection from %s: idle for %d ms (connections.max.idle.ms)", self.peer, idle_for * 1000)
+        log.info("closing connection from %s: idle for %d ms (connections.max.idle.ms)", self.who, idle_for * 1000)
         self.close()
         return None
 

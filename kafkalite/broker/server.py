@@ -18,6 +18,7 @@ import logging
 import signal
 import socket
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
@@ -67,7 +68,8 @@ class BrokerServer:
             self._sockets = None
             for listener, sockets in zip(listeners, bound_sockets, strict=True):
                 for sock in sockets:
-                    self._servers.append(await loop.create_server(self._new_connection, sock=sock))
+                    self._servers.append(await loop.create_server(partial(self._new_connection, listener.name),
+                                                                  sock=sock))
                 sockname = sockets[0].getsockname()
                 self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
         except BaseException:
@@ -84,9 +86,10 @@ class BrokerServer:
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
 
-    def _new_connection(self) -> KafkaConnection:
+    def _new_connection(self, listener_name: str) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
         return KafkaConnection(self.cluster, connections=self.connections, scratch=self._scratch,
+                               listener_name=listener_name,
                                max_request_bytes=self.config.get_int("socket.request.max.bytes"),
                                idle_ms=self.config.get_int("connections.max.idle.ms"))
 
@@ -97,6 +100,8 @@ class BrokerServer:
         def tick() -> None:
             try:
                 cluster.periodic(int(time.time() * 1000))
+            except OSError as exc:  # a full disk, a file limit...: said once per tick, retried on the next
+                log.error("periodic work failed, will retry: %s", exc)
             except Exception:
                 log.exception("periodic work failed")
             if not self._stopped:

@@ -40,13 +40,14 @@ from kafkalite.client.admin_types import (
     PartitionProducers,
     ProducerStateInfo,
     ResourceResult,
+    TopicDescription,
     TopicResult,
     TransactionDescription,
     TransactionListing,
 )
 from kafkalite.client.config import AdminConfig, parse_config
 from kafkalite.client.errors import KafkaTimeoutError, error_for
-from kafkalite.client.metadata import BrokerInfo, TopicPartition, is_stale_metadata_error
+from kafkalite.client.metadata import BrokerInfo, PartitionInfo, TopicPartition, is_stale_metadata_error
 from kafkalite.client.network import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NetworkClient, monotonic_ms
 from kafkalite.protocol import messages as m
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -63,6 +64,7 @@ from kafkalite.protocol.messages.alter_configs_request import AlterableConfig, A
 from kafkalite.protocol.messages.create_partitions_request import CreatePartitionsTopic
 from kafkalite.protocol.messages.delete_topics_request import DeleteTopicState
 from kafkalite.protocol.messages.describe_producers_request import TopicRequest
+from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic
 
 __all__ = ["Admin"]
 
@@ -233,6 +235,46 @@ class Admin:
         await self.client.refresh_metadata(all_topics=True)
         return {name: len(info.partitions) for name, info in self.client.metadata.topics.items()
                 if info.error is ErrorCode.NONE and (include_internal or not info.is_internal)}
+
+    async def describe_topics(self, names: Sequence[str] | None = None, *,
+                              include_internal: bool = False) -> dict[str, TopicDescription]:
+        """Topics with each partition's leader, replicas and in-sync replicas (``None``: every topic).
+
+        One Metadata request of its own (the client's metadata cache is left as it is). A topic still
+        being created (LEADER_NOT_AVAILABLE) is asked for again within ``default.api.timeout.ms``; a
+        missing one has UNKNOWN_TOPIC_OR_PARTITION as its error. Named topics come back in the order
+        asked, every topic sorted by name (internal ones only with ``include_internal``).
+        """
+        wanted = None if names is None else list(dict.fromkeys(names))
+
+        async def attempt() -> dict[str, TopicDescription]:
+            connection = await self.client.any_connection()
+            request = m.MetadataRequest(
+                topics=None if wanted is None else [MetadataRequestTopic(name=name) for name in wanted],
+                allow_auto_topic_creation=False)
+            response: m.MetadataResponse = await connection.send(
+                request, connection.version_for(m.MetadataRequest, min_version=1))
+            found: dict[str, TopicDescription] = {}
+            for topic in response.topics:
+                code = ErrorCode.from_code(topic.error_code)
+                if topic.name is None or (wanted is None and topic.is_internal and not include_internal):
+                    continue
+                if code is ErrorCode.LEADER_NOT_AVAILABLE:
+                    raise _Retry(code)
+                partitions = tuple(PartitionInfo(
+                    partition.partition_index, partition.leader_id, partition.leader_epoch,
+                    tuple(partition.replica_nodes), tuple(partition.isr_nodes), tuple(partition.offline_replicas),
+                    ErrorCode.from_code(partition.error_code))
+                    for partition in sorted(topic.partitions, key=lambda item: item.partition_index))
+                found[topic.name] = TopicDescription(
+                    topic.name, _error(code, None, f"topic {topic.name!r}"),
+                    None if topic.topic_id.int == 0 else topic.topic_id, topic.is_internal, partitions)
+            if wanted is None:
+                return dict(sorted(found.items()))
+            return {name: found.get(name) or TopicDescription(
+                name, error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, context=f"topic {name!r}")) for name in wanted}
+
+        return await self._with_retries(attempt, "Metadata")
 
     # --- configs -------------------------------------------------------------------------------------
 

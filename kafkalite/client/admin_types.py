@@ -13,14 +13,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafkalite.client.metadata import BrokerInfo, TopicPartition
+from kafkalite.client.metadata import BrokerInfo, PartitionInfo, TopicPartition
 from kafkalite.protocol.errors import KafkaError
 
 __all__ = [
     "AlterConfigOp", "ClusterDescription", "ConfigEntry", "ConfigResource", "ConfigResourceType", "ConfigResult",
     "DeleteRecordsResult", "GroupDescription", "GroupListing", "ListOffsetsResult", "MemberDescription", "NewTopic",
-    "OffsetAndMetadata", "OffsetSpec", "PartitionProducers", "ProducerStateInfo", "ResourceResult",
-    "TopicResult", "TransactionDescription", "TransactionListing",
+    "OffsetAndMetadata", "OffsetSpec", "PartitionInfo", "PartitionProducers", "ProducerStateInfo", "ResourceResult",
+    "TopicDescription", "TopicResult", "TransactionDescription", "TransactionListing",
 ]  # fmt: skip
 
 
@@ -51,6 +51,22 @@ class TopicResult(_HasError):
     topic_id: uuid.UUID | None = None
     num_partitions: int = -1
     replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription(_HasError):
+    """A topic as the cluster reports it: each partition's leader, replicas and in-sync replicas."""
+
+    name: str
+    error: KafkaError | None
+    topic_id: uuid.UUID | None = None
+    is_internal: bool = False
+    partitions: tuple[PartitionInfo, ...] = ()
+
+    @property
+    def replication_factor(self) -> int:
+        """The replica count of the first partition (-1 for a topic without partitions)."""
+        return len(self.partitions[0].replicas) if self.partitions else -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from kafkalite.testing.helpers import BrokerHelpers
+
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
 
@@ -65,8 +67,11 @@ class _LogTail(logging.Handler):
             self.lines.append(self.format(record))
 
 
-class EmbeddedBroker:
-    """A broker on a background thread of this process. Start it, use ``bootstrap_servers``, stop it."""
+class EmbeddedBroker(BrokerHelpers):
+    """A broker on a background thread of this process. Start it, use ``bootstrap_servers``, stop it.
+
+    ``admin``, ``create_topic`` and ``produce`` (``kafkalite.testing.helpers``) talk to it with the
+    bundled client."""
 
     def __init__(self, configs: Mapping[str, object] | None = None, *, data_dir: str | Path | None = None,
                  port: int = 0, host: str = "127.0.0.1") -> None:
@@ -147,7 +152,8 @@ class EmbeddedBroker:
             return self.start()
 
     def close(self) -> None:
-        """Stop the broker and detach its log handler."""
+        """Close the helpers' clients, stop the broker and detach its log handler."""
+        self._close_clients()
         self.stop()
         if self._log_tail is not None:
             logging.getLogger("kafkalite").removeHandler(self._log_tail)

@@ -5,7 +5,8 @@ Fixtures:
 * ``kafka_broker`` (session scope): a broker shared by the tests that ask for the same configuration,
   in this process (the default: in-memory storage, ready in milliseconds) or, with
   ``kafka_broker_mode = subprocess``, a ``kafkalite serve`` process for clients in other processes or
-  languages. It offers ``bootstrap_servers``; see ``kafkalite.testing`` for the rest.
+  languages. It offers ``bootstrap_servers``, a ready ``admin`` client, ``create_topic`` and
+  ``produce`` (``kafkalite.testing.helpers``).
 * ``kafka_broker_factory``: brokers private to one test, ``kafka_broker_factory(configs=None, *,
   data_dir=None, subprocess=False)``, stopped after the test. With a ``data_dir`` they keep Kafka's
   on-disk layout and ``restart()`` on the same data (a consumer surviving a broker restart).

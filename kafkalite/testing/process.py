@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from kafkalite.testing.embedded import broker_configs
+from kafkalite.testing.helpers import BrokerHelpers
 
 __all__ = ["BrokerProcess", "wait_for"]
 
@@ -50,8 +51,11 @@ def wait_for(condition: Callable[[], _T], timeout: float, message: str, interval
         time.sleep(interval)
 
 
-class BrokerProcess:
-    """A broker subprocess on 127.0.0.1 with its own data directory and log file."""
+class BrokerProcess(BrokerHelpers):
+    """A broker subprocess on 127.0.0.1 with its own data directory and log file.
+
+    ``admin``, ``create_topic`` and ``produce`` (``kafkalite.testing.helpers``) talk to it with the
+    bundled client."""
 
     def __init__(self, data_dir: str | Path, configs: Mapping[str, object] | None = None,
                  extra_args: Sequence[str] = (), *, memory: bool = False, nofile: int | None = None) -> None:
@@ -150,7 +154,8 @@ class BrokerProcess:
             return self.start(0)
 
     def close(self) -> None:
-        """Make sure the process is gone."""
+        """Close the helpers' clients and make sure the process is gone."""
+        self._close_clients()
         if self.process is not None and self.process.poll() is None:
             self.kill()
         _live.discard(self)

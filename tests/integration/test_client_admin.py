@@ -57,6 +57,24 @@ def test_topics_partitions_and_configs(broker: Any) -> None:
         assert deleted["no-such-topic"].error.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_topics_are_described_with_leaders_replicas_and_isr(broker: Any) -> None:
+    name = f"admin-{uuid.uuid4().hex[:8]}"
+    with blocking.Admin(bootstrap_servers=broker.bootstrap) as admin:
+        admin.create_topics([NewTopic(name, 3)])[name].raise_for_error()
+        described = admin.describe_topics([name, "no-such-topic", name])
+        assert list(described) == [name, "no-such-topic"]
+        topic = described[name]
+        assert topic.error is None and topic.topic_id is not None and not topic.is_internal
+        assert [partition.partition for partition in topic.partitions] == [0, 1, 2]
+        assert {(partition.leader, partition.replicas, partition.isr) for partition in topic.partitions} == {
+            (1, (1,), (1,))}
+        assert topic.replication_factor == 1
+        assert described["no-such-topic"].error.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert described["no-such-topic"].partitions == ()
+        every = admin.describe_topics()
+        assert name in every and "__consumer_offsets" not in every and list(every) == sorted(every)
+
+
 def test_offsets_records_groups_producers(broker: Any) -> None:
     name = f"admin-{uuid.uuid4().hex[:8]}"
     group = f"group-{uuid.uuid4().hex[:8]}"

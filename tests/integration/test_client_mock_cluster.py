@@ -61,8 +61,13 @@ def test_metadata_names_every_broker_and_leader(mock_cluster: Any) -> None:
             assert sorted(metadata.brokers) == [1, 2, 3]
             leaders = [metadata.leader_for(TopicPartition("mock-meta", index)) for index in range(4)]
             assert all(leader in (1, 2, 3) for leader in leaders)  # the mock places leaders at random
-            description = await Admin(bootstrap_servers=cluster.bootstrap).describe_cluster()
-            assert sorted(broker.node_id for broker in description.brokers) == [1, 2, 3]
+            async with Admin(bootstrap_servers=cluster.bootstrap) as admin:
+                description = await admin.describe_cluster()
+                assert sorted(broker.node_id for broker in description.brokers) == [1, 2, 3]
+                topic = (await admin.describe_topics(["mock-meta"]))["mock-meta"]
+            assert [partition.leader for partition in topic.partitions] == leaders
+            assert all(partition.leader in partition.replicas and set(partition.isr) <= set(partition.replicas)
+                       for partition in topic.partitions)
 
     asyncio.run(scenario())
 

@@ -56,7 +56,9 @@ if TYPE_CHECKING:
 
 WaitUntil = Callable[..., object]
 TIMEOUT_S = 20.0
-LONG_POLL_MAX_WAIT_MS = 10_000
+# Longer than the socket timeout: a long poll that is not woken by the append fails the test by timing
+# out its read, so no test has to compare times.
+LONG_POLL_MAX_WAIT_MS = 120_000
 _M = TypeVar("_M", bound=Message)
 
 
@@ -299,7 +301,6 @@ def test_a_long_poll_fetch_returns_as_soon_as_a_record_arrives(broker: BrokerPro
     [partition] = fetched(response).values()
     assert partition.error_code == ErrorCode.NONE and partition.high_watermark == 1
     assert decoded_values(partition.records) == [(0, b"up")]
-    assert returned - sent < LONG_POLL_MAX_WAIT_MS / 1000, "the fetch waited out its max_wait_ms"
 
     latency_ms = (returned - acknowledged) * 1000
     record_property("long_poll_wake_ms", round(latency_ms, 1))
@@ -536,11 +537,9 @@ def test_incremental_fetch_sessions(broker: BrokerProcess, raw: RawClient, versi
     # The session survived the refusals: an incremental long poll is woken by an append to it.
     correlation_id = raw.send(fetch_request(version, {}, session_id=session, session_epoch=4,
                                             max_wait_ms=LONG_POLL_MAX_WAIT_MS), version)
-    sent = time.monotonic()
     with RawClient(broker.address) as producer:
         producer.produce(topic, 0, batch_of(b"wake"))
     woken = raw.receive(FetchResponse, version, correlation_id)
-    assert time.monotonic() - sent < LONG_POLL_MAX_WAIT_MS / 1000
     assert sorted(fetched(woken)) == [0] and decoded_values(fetched(woken)[0].records) == [(0, b"wake")]
 
     # Forgotten partitions leave the session: news there is not reported any more.

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 import kafkalite
 from kafkalite.testing import BrokerProcess, EmbeddedBroker
@@ -79,6 +79,25 @@ def test_embedded_broker_serves_real_clients() -> None:
         print(f"\nembedded broker accepting after {first * 1000:.1f} ms (imports included), "
               f"the next after {again.started_in_s * 1000:.1f} ms")
     assert not broker.running and not again.running
+
+
+def test_brokers_make_topics_and_records_for_a_test(tmp_path: Path) -> None:
+    for broker in (EmbeddedBroker(), BrokerProcess(tmp_path / "data", memory=True)):
+        with broker:
+            broker.create_topic("helpers", partitions=3, configs={"retention.ms": "60000"})
+            assert broker.admin.list_topics()["helpers"] == 3
+            landed = broker.produce("helpers", [b"a", b"b", b"c"], key=b"same", headers={"source": b"test"})
+            assert len({record.partition for record in landed}) == 1
+            assert [record.offset for record in landed] == [0, 1, 2]
+            consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, consumer_timeout_ms=10_000)
+            consumer.assign([TopicPartition("helpers", landed[0].partition)])
+            consumer.seek_to_beginning()
+            records = [record for _, record in zip(range(3), consumer, strict=False)]
+            consumer.close()
+            assert [(r.key, r.value, r.headers) for r in records] == [(b"same", v, [("source", b"test")])
+                                                                       for v in (b"a", b"b", b"c")]
+            with pytest.raises(Exception, match="exists"):
+                broker.create_topic("helpers")
 
 
 def test_embedded_broker_from_async_code() -> None:
@@ -183,9 +202,14 @@ def test_plugin_gives_a_session_broker_configured_by_ini_and_markers(suite: pyte
 
         def test_session_fixtures_can_use_it(session_client, kafka_broker):
             assert session_client == kafka_broker.bootstrap_servers
+
+        def test_helpers(kafka_broker):
+            kafka_broker.create_topic("t-helpers", partitions=4)
+            assert kafka_broker.admin.list_topics()["t-helpers"] == 4
+            assert [r.offset for r in kafka_broker.produce("t-helpers", [b"x", b"y"], partition=1)] == [0, 1]
     ''')
     result = suite.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
 
 
 def test_plugin_subprocess_mode(suite: pytest.Pytester) -> None:

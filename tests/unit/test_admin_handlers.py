@@ -337,7 +337,7 @@ def test_describe_configs_filters_and_errors(cluster: Cluster) -> None:
     assert describe(cluster, TOPIC, "bad/name").error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert describe(cluster, BROKER, "7").error_code == ErrorCode.INVALID_REQUEST
     assert describe(cluster, BROKER, "seven").error_code == ErrorCode.INVALID_REQUEST
-    assert describe(cluster, GROUP, "group").error_code == ErrorCode.INVALID_REQUEST
+    assert describe(cluster, GROUP, "").error_code == ErrorCode.INVALID_REQUEST
     assert describe(cluster, BROKER_LOGGER, "").error_code == ErrorCode.INVALID_REQUEST
 
 
@@ -440,7 +440,7 @@ def test_incremental_alter_refusals(cluster: Cluster) -> None:
     assert incremental(cluster, TOPIC, "picky", ("retention.ms", SET, "5"), validate_only=True).error_code == \
         ErrorCode.NONE
     assert cluster.topics.get("picky").configs == {"retention.ms": "1000"}  # type: ignore[union-attr]
-    assert incremental(cluster, GROUP, "g", ("x", SET, "1")).error_code == ErrorCode.INVALID_REQUEST
+    assert incremental(cluster, GROUP, "g", ("x", SET, "1")).error_code == ErrorCode.INVALID_CONFIG
 
 
 def test_incremental_alter_broker(cluster: Cluster) -> None:

@@ -134,3 +134,13 @@ def test_nothing_below_the_composition_root_imports_it() -> None:
     importers = sorted(module for module, targets in GRAPH.items()
                        if "kafkalite.broker.core.cluster" in targets and _is_in(module, "kafkalite.broker.core"))
     assert importers == []
+
+
+def test_only_serve_imports_the_broker_and_serve_imports_no_client_command() -> None:
+    """``kafkalite serve`` starts without the client commands; the client commands without the broker."""
+    serve_targets = GRAPH["kafkalite.cli.serve"]
+    assert serve_targets and all(_is_in(target, "kafkalite.broker") for target in serve_targets), serve_targets
+    wrong = sorted((module, target) for module, targets in GRAPH.items()
+                   if _is_in(module, "kafkalite.cli") and module not in ("kafkalite.cli", "kafkalite.cli.serve")
+                   for target in targets if _is_in(target, "kafkalite.broker") or target == "kafkalite.cli.serve")
+    assert wrong == [("kafkalite.cli.app", "kafkalite.cli.serve")]  # the help entry of serve, run on demand

@@ -23,7 +23,7 @@ from kafkalite.broker.config import (
 )
 from kafkalite.broker.core.log.partition_log import LogConfig
 from kafkalite.broker.core.topics import log_config
-from kafkalite.cli import _parse_args, build_config
+from kafkalite.cli.serve import _parse_args, build_config
 from kafkalite.protocol.errors import ErrorCode
 
 NO_ENV: dict[str, str] = {}
@@ -457,3 +457,27 @@ def test_every_key_is_honoured_or_says_why_not() -> None:
         if not honoured:
             silent.append(key.name)
     assert silent == []
+
+
+def test_an_unknown_key_warns_once_with_the_nearest_known_key(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="kafkalite.config"):
+        BrokerConfig({"log.retention.hourz": "5"})
+        BrokerConfig({"log.retention.hourz": "5"})
+        BrokerConfig({"listener.name.internal.ssl.keystore.location": "/keys"})  # a per-listener key
+    warnings = [record.getMessage() for record in caplog.records]
+    assert warnings == ["unknown config key log.retention.hourz, kept without effect; did you mean "
+                        "log.retention.hours?"]
+
+
+def test_a_bad_value_names_key_value_and_reason() -> None:
+    with pytest.raises(ConfigError) as raised:
+        BrokerConfig({"num.partitions": "zero"})
+    assert str(raised.value) == "Invalid value zero for configuration num.partitions: Not a number of type INT"
+
+
+def test_the_clis_and_the_generators_variables_are_not_broker_configs() -> None:
+    config = BrokerConfig.load(None, {}, environ={"KAFKALITE_BOOTSTRAP_SERVER": "elsewhere:9092",
+                                                 "KAFKALITE_SCHEMAS": "/schemas", "KAFKALITE_NUM_PARTITIONS": "4"})
+    assert config.get_int("num.partitions") == 4
+    with pytest.raises(KeyError):
+        config.get("bootstrap.server")

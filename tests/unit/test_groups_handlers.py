@@ -83,7 +83,9 @@ def test_find_coordinator_answers_this_node_for_groups_and_transactions(cluster:
                 assert (response.error_code, response.node_id, response.host, response.port) == (0, NODE, "127.0.0.1",
                                                                                                  9092)
             if version >= 1:
-                response = await call(cluster, FindCoordinatorRequest(key="g", key_type=2), version)
+                response = await call(cluster, FindCoordinatorRequest(key="g:topic:0", key_type=2), version)
+                assert response.error_code == 0 and response.node_id == NODE  # the share coordinator
+                response = await call(cluster, FindCoordinatorRequest(key="g", key_type=3), version)
                 assert response.error_code == ErrorCode.INVALID_REQUEST and response.node_id == -1
         else:
             for key_type in (0, 1):

@@ -493,7 +493,7 @@ def test_awaitable_handler_exception_closes_the_connection(caplog: pytest.LogCap
 
     with caplog.at_level(logging.ERROR, logger="kafkalite.net"):
         run(scenario)
-    assert "Metadata v4 from 127.0.0.1:50000 failed" in caplog.text
+    assert "Metadata v4 from 127.0.0.1:50000 (client id 'test') failed" in caplog.text
 
 
 def test_connection_lost_cancels_pending_handlers() -> None:

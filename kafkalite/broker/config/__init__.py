@@ -7,9 +7,9 @@ Modules:
   on the wire, ``ConfigError``, and the reasons keys are inert;
 * ``broker_keys`` and ``kafka_keys``: the broker keys by section (Apache Kafka 4.0's whole list:
   ``broker_keys`` has the sections where keys change what kafkalite does, ``kafka_keys`` security,
-  quotas, replication, the KRaft quorum, tiered storage, share groups and metrics);
+  quotas, replication, the KRaft quorum, tiered storage and metrics);
 * ``table``: the one table, ``CONFIG_KEYS`` (broker keys, then topic keys), indexed as
-  ``BROKER_KEYS`` and ``TOPIC_KEYS``, and ``TopicConfig``;
+  ``BROKER_KEYS`` and ``TOPIC_KEYS``, and ``TopicConfig``; and ``GROUP_KEYS``, a group's configs;
 * ``broker_config``: ``BrokerConfig`` (sources and precedence, typed access, dynamic broker configs,
   DescribeConfigs entries), listeners, the properties file reader.
 
@@ -41,12 +41,13 @@ from kafkalite.broker.config.keys import (
     ConfigType,
     listener_base_key,
 )
-from kafkalite.broker.config.table import BROKER_KEYS, CONFIG_KEYS, TOPIC_KEYS, TopicConfig
+from kafkalite.broker.config.table import BROKER_KEYS, CONFIG_KEYS, GROUP_KEYS, TOPIC_KEYS, TopicConfig
 
 __all__ = [
     "BROKER_KEYS",
     "CONFIG_KEYS",
     "ENV_PREFIX",
+    "GROUP_KEYS",
     "INT_MAX",
     "LONG_MAX",
     "PER_LISTENER_KEYS",

@@ -29,6 +29,7 @@ else ``log.retention.minutes`` x 60 000, else ``log.retention.hours`` x 3 600 00
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -186,13 +187,34 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
+# KAFKALITE_* variables that are not broker configs: the CLI's default bootstrap server and the
+# code generator's schema directory.
+NOT_BROKER_CONFIGS = frozenset({"KAFKALITE_BOOTSTRAP_SERVER", "KAFKALITE_SCHEMAS"})
+
+
 def _keys_from_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """``KAFKALITE_LOG_RETENTION_HOURS=1`` -> ``{"log.retention.hours": "1"}``."""
     return {name[len(ENV_PREFIX):].lower().replace("_", "."): value
-            for name, value in environ.items() if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX)}
+            for name, value in environ.items()
+            if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX) and name not in NOT_BROKER_CONFIGS}
 
 
 _reported_unknown: set[str] = set()
+_LISTENER_PREFIX = re.compile(r"^listener\.name\.[^.]+\.")
+
+
+def _warn_unknown(key: str) -> None:
+    """An unknown key is kept (Kafka accepts custom keys) and said once, with the known key it is closest to.
+
+    ``listener.name.<listener>.<key>`` is a per-listener setting of ``<key>``: known when ``<key>`` is."""
+    base = _LISTENER_PREFIX.sub("", key)
+    if base != key and (base in BROKER_KEYS or base.startswith(("sasl.", "ssl.", "plain.", "scram-", "oauthbearer."))):
+        return
+    nearest = difflib.get_close_matches(key, BROKER_KEYS, n=1, cutoff=0.8)
+    if nearest:
+        log.warning("unknown config key %s, kept without effect; did you mean %s?", key, nearest[0])
+    else:
+        log.warning("unknown config key %s, kept without effect", key)
 _Settings = TypeVar("_Settings")
 
 
@@ -245,7 +267,7 @@ class BrokerConfig:
         if known is None:
             if key not in _reported_unknown:
                 _reported_unknown.add(key)
-                log.debug("keeping unknown config key %s", key)
+                _warn_unknown(key)
             return
         self._values[key] = known.parse(raw)
 

@@ -1,8 +1,8 @@
 """The broker keys of identity, storage, records, topics, the network and the coordinators.
 
 These are the sections where most keys change what kafkalite does; the keys of Kafka's other
-sections (security, quotas, replication, the KRaft quorum, tiered storage, share groups, metrics)
-are in ``kafka_keys``. Names, types, defaults, bounds and update modes are Apache Kafka 4.0's;
+sections (security, quotas, replication, the KRaft quorum, tiered storage, metrics) are in
+``kafka_keys``. Names, types, defaults, bounds and update modes are Apache Kafka 4.0's;
 ``dynamic=True`` keys may be changed by AlterConfigs on a BROKER resource (``per_broker``: for one
 broker only); ``kafka_default`` marks the few defaults a development broker changes; ``inert``
 says why a key has no effect here; ``shipped`` keys are set in ``config/server.properties``.
@@ -14,6 +14,7 @@ from kafkalite.broker.config.keys import (
     BOTH_PROTOCOLS,
     CHECKPOINTS,
     DEFAULT_LEVELS,
+    EVERY_PROTOCOL,
     FIXED_BOUNDS,
     IN_PROCESS_TXN,
     INT_MAX,
@@ -35,6 +36,7 @@ from kafkalite.broker.config.keys import (
     STATIC_LISTENERS,
     UNCOMPRESSED_COORDINATOR,
     WHOLE_REPLAY,
+    WHOLE_STATE,
     ConfigKey,
     ConfigType,
 )
@@ -274,7 +276,7 @@ BROKER_SECTIONS: tuple[str | ConfigKey, ...] = (
        "Which non-empty groups may switch between the classic and the KIP-848 protocol.",
        valid=("disabled", "downgrade", "upgrade", "bidirectional"), ignore_case=True, inert=BOTH_PROTOCOLS),
     _K("group.coordinator.rebalance.protocols", _LIST, ["classic", "consumer"], "The group protocols served.",
-       valid=("consumer", "classic"), inert=BOTH_PROTOCOLS),
+       valid=("consumer", "classic", "share"), inert=EVERY_PROTOCOL),
     _K("group.coordinator.threads", _I, 4, "Threads of the group coordinator.", at_least=1, inert=ONE_LOOP),
     _K("group.coordinator.append.linger.ms", _I, 5, "How long group records wait to be written together (ms).",
        at_least=0, inert=UNCOMPRESSED_COORDINATOR),
@@ -294,6 +296,55 @@ BROKER_SECTIONS: tuple[str | ConfigKey, ...] = (
     _K("offsets.commit.timeout.ms", _I, 5000, "How long an offset commit may wait for its write (ms).",
        at_least=1, inert=LOCAL_COMMIT),
     _K("offset.metadata.max.bytes", _I, 4096, "Largest metadata string of a committed offset."),
+
+    "Share groups",
+    _K("group.share.session.timeout.ms", _I, 45_000, "Session timeout of share group members (ms).", at_least=1),
+    _K("group.share.min.session.timeout.ms", _I, 45_000,
+       "Smallest share.session.timeout.ms a share group may set (ms).", at_least=1),
+    _K("group.share.max.session.timeout.ms", _I, 60_000,
+       "Largest share.session.timeout.ms a share group may set (ms).", at_least=1),
+    _K("group.share.heartbeat.interval.ms", _I, 5000, "Heartbeat interval given to share group members (ms).",
+       at_least=1),
+    _K("group.share.min.heartbeat.interval.ms", _I, 5000,
+       "Smallest share.heartbeat.interval.ms a share group may set (ms).", at_least=1),
+    _K("group.share.max.heartbeat.interval.ms", _I, 15_000,
+       "Largest share.heartbeat.interval.ms a share group may set (ms).", at_least=1),
+    _K("group.share.max.groups", _SHORT, 10,
+       "Most share groups; with group.share.max.size it bounds the share sessions this broker keeps.",
+       at_least=1, at_most=100),
+    _K("group.share.max.size", _I, 200, "Most members of one share group.", at_least=1, at_most=1000),
+    _K("group.share.delivery.count.limit", _I, 5,
+       "Deliveries of one record before it is archived instead of released again.", at_least=2, at_most=10),
+    _K("group.share.record.lock.duration.ms", _I, 30_000,
+       "How long a delivered record stays acquired before it is released again (ms).",
+       at_least=1000, at_most=3_600_000),
+    _K("group.share.min.record.lock.duration.ms", _I, 15_000,
+       "Smallest share.record.lock.duration.ms a share group may set (ms).", at_least=1000, at_most=30_000),
+    _K("group.share.max.record.lock.duration.ms", _I, 60_000,
+       "Largest share.record.lock.duration.ms a share group may set (ms).", at_least=30_000, at_most=3_600_000),
+    _K("group.share.partition.max.record.locks", _I, 200,
+       "Most in-flight records of one share partition (from its start offset); a batch may go beyond.",
+       at_least=100, at_most=10_000),
+    _K("share.coordinator.state.topic.num.partitions", _I, 50, "Partitions of __share_group_state.", at_least=1),
+    _K("share.coordinator.state.topic.replication.factor", _SHORT, 3, "Replication factor of __share_group_state.",
+       at_least=1, inert=ONE_REPLICA),
+    _K("share.coordinator.state.topic.min.isr", _SHORT, 2, "min.insync.replicas of __share_group_state.",
+       at_least=1, inert=ONE_REPLICA),
+    _K("share.coordinator.state.topic.segment.bytes", _I, 104_857_600, "Segment size of __share_group_state.",
+       at_least=14),
+    _K("share.coordinator.state.topic.compression.codec", _I, 0, "Codec of the records of __share_group_state.",
+       inert=UNCOMPRESSED_COORDINATOR),
+    _K("share.coordinator.load.buffer.size", _I, 5_242_880, "Read size when __share_group_state is loaded.",
+       at_least=1, inert=WHOLE_REPLAY),
+    _K("share.coordinator.snapshot.update.records.per.snapshot", _I, 500, "Updates written between snapshots.",
+       at_least=0, inert=WHOLE_STATE),
+    _K("share.coordinator.threads", _I, 1, "Threads of the share coordinator.", at_least=1, inert=ONE_LOOP),
+    _K("share.coordinator.append.linger.ms", _I, 10, "How long share-state records wait to be written together (ms).",
+       at_least=0, inert=UNCOMPRESSED_COORDINATOR),
+    _K("share.coordinator.write.timeout.ms", _I, 5000, "How long a share-state write may wait for replicas (ms).",
+       at_least=1, inert=LOCAL_COMMIT),
+    _K("share.fetch.purgatory.purge.interval.requests", _I, 1000, "How often waiting share fetches are purged.",
+       inert=NO_PURGATORY),
 
     "Transactions and producer ids",
     _K("transaction.max.timeout.ms", _I, 900_000, "Largest transaction timeout a producer may ask for (ms).",

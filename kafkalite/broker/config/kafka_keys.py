@@ -1,7 +1,7 @@
 """Apache Kafka 4.0's broker keys for what a single development node does not do.
 
 TLS and SASL, authorization and delegation tokens, quotas, replication, the KRaft quorum, tiered
-storage, share groups and metrics. Every key here is accepted (a Kafka ``server.properties`` loads
+storage and metrics. Every key here is accepted (a Kafka ``server.properties`` loads
 unchanged, and AlterConfigs takes the dynamic ones as Kafka does, stores them and reports them) and
 has no effect; ``inert`` says why. Names, types, defaults, bounds and update modes are Kafka's.
 The three replication throttles at the end of the quota section exist only as dynamic configs, as
@@ -18,7 +18,6 @@ from kafkalite.broker.config.keys import (
     NO_QUORUM,
     NO_QUOTAS,
     NO_SASL,
-    NO_SHARE_GROUPS,
     NO_TELEMETRY,
     NO_TIERED_STORAGE,
     NO_TLS,
@@ -49,11 +48,6 @@ def _sasl(name: str, config_type: ConfigType, default: object, doc: str, *, dyna
 def _remote(name: str, config_type: ConfigType, default: object, doc: str, *, dynamic: bool = False,
             at_least: float | None = 1) -> ConfigKey:
     return ConfigKey(name, config_type, default, doc, at_least=at_least, dynamic=dynamic, inert=NO_TIERED_STORAGE)
-
-
-def _share(name: str, config_type: ConfigType, default: object, doc: str, at_least: float | None = 1,
-           at_most: float | None = None) -> ConfigKey:
-    return ConfigKey(name, config_type, default, doc, at_least=at_least, at_most=at_most, inert=NO_SHARE_GROUPS)
 
 
 def _quorum(name: str, config_type: ConfigType, default: object, doc: str, at_least: float | None = None) -> ConfigKey:
@@ -272,39 +266,6 @@ KAFKA_SECTIONS: tuple[str | ConfigKey, ...] = (
             at_least=-2),
     _remote("log.local.retention.bytes", _L, -2, "Bytes of local segments kept (-2: retention.bytes).",
             dynamic=True, at_least=-2),
-
-    "Share groups",
-    _share("group.share.session.timeout.ms", _I, 45_000, "Session timeout of share group members (ms)."),
-    _share("group.share.min.session.timeout.ms", _I, 45_000, "Smallest session timeout of a share group (ms)."),
-    _share("group.share.max.session.timeout.ms", _I, 60_000, "Largest session timeout of a share group (ms)."),
-    _share("group.share.heartbeat.interval.ms", _I, 5000, "Heartbeat interval of share group members (ms)."),
-    _share("group.share.min.heartbeat.interval.ms", _I, 5000, "Smallest heartbeat interval of a share group (ms)."),
-    _share("group.share.max.heartbeat.interval.ms", _I, 15_000, "Largest heartbeat interval of a share group (ms)."),
-    _share("group.share.max.groups", _SHORT, 10, "Most share groups.", at_most=100),
-    _share("group.share.max.size", _I, 200, "Most members of one share group.", at_most=1000),
-    _share("group.share.delivery.count.limit", _I, 5, "Most deliveries of one record.", at_least=2, at_most=10),
-    _share("group.share.record.lock.duration.ms", _I, 30_000, "How long a delivered record stays locked (ms).",
-           at_least=1000, at_most=3_600_000),
-    _share("group.share.min.record.lock.duration.ms", _I, 15_000, "Shortest record lock (ms).",
-           at_least=1000, at_most=30_000),
-    _share("group.share.max.record.lock.duration.ms", _I, 60_000, "Longest record lock (ms).",
-           at_least=30_000, at_most=3_600_000),
-    _share("group.share.partition.max.record.locks", _I, 200, "Most locked records per share partition.",
-           at_least=100, at_most=10_000),
-    _share("share.coordinator.state.topic.num.partitions", _I, 50, "Partitions of __share_group_state."),
-    _share("share.coordinator.state.topic.replication.factor", _SHORT, 3, "Replication factor of that topic."),
-    _share("share.coordinator.state.topic.min.isr", _SHORT, 2, "min.insync.replicas of that topic."),
-    _share("share.coordinator.state.topic.segment.bytes", _I, 104_857_600, "Segment size of that topic."),
-    _share("share.coordinator.state.topic.compression.codec", _I, 0, "Codec of its records.", at_least=None),
-    _share("share.coordinator.load.buffer.size", _I, 5_242_880, "Read size when it is loaded."),
-    _share("share.coordinator.snapshot.update.records.per.snapshot", _I, 500, "Updates written between snapshots.",
-           at_least=0),
-    _share("share.coordinator.threads", _I, 1, "Threads of the share coordinator."),
-    _share("share.coordinator.append.linger.ms", _I, 10, "How long its writes wait to be flushed together (ms).",
-           at_least=0),
-    _share("share.coordinator.write.timeout.ms", _I, 5000, "How long its writes wait for replicas (ms)."),
-    _share("share.fetch.purgatory.purge.interval.requests", _I, 1000, "How often waiting share fetches are purged.",
-           at_least=None),
 
     "Metrics and telemetry",
     _K("metric.reporters", _LIST, ["org.apache.kafka.common.metrics.JmxReporter"], "Classes that report metrics.",

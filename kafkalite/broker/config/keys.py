@@ -57,6 +57,7 @@ class ConfigSource(IntEnum):
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
     CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class ConfigError(KafkaError):
@@ -221,7 +222,6 @@ NO_DELEGATION_TOKENS = "delegation tokens are not served"
 NO_QUOTAS = "requests are never throttled"
 NO_POLICIES = "topic and config changes are not checked by policies"
 NO_TIERED_STORAGE = "no tiered storage: every segment stays in the local log directory"
-NO_SHARE_GROUPS = "share groups (KIP-932) are not served"
 NO_METRICS = "no metrics are collected or reported"
 NO_TELEMETRY = "clients cannot push telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry are not served"
 NO_PURGATORY = "waiting requests are futures woken by the event that completes them; nothing needs purging"
@@ -234,6 +234,8 @@ DEFAULT_LEVELS = "a batch recompressed for a topic's compression.type uses the c
 WHOLE_REPLAY = "internal topics are replayed whole at start-up, not through a buffer of this size"
 UNCOMPRESSED_COORDINATOR = "coordinator records are written uncompressed, at once"
 BOTH_PROTOCOLS = "both group protocols are served, and only empty groups change protocol"
+EVERY_PROTOCOL = "every group protocol is served: classic, consumer (KIP-848) and share (KIP-932)"
+WHOLE_STATE = "every change writes a share partition's whole state as one record, so there are no updates between"
 FIXED_BOUNDS = ("KIP-848 members get group.consumer.session.timeout.ms and heartbeat.interval.ms; group "
                 "configs that would override them are not served")
 IN_PROCESS_TXN = "partitions join a transaction in-process, without retries"

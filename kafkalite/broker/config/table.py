@@ -1,8 +1,10 @@
 """The one table of config keys: ``CONFIG_KEYS`` (broker keys, then topic keys), indexed as
-``BROKER_KEYS`` and ``TOPIC_KEYS``, and ``TopicConfig``, a topic's effective values as attributes.
+``BROKER_KEYS`` and ``TOPIC_KEYS``, and ``TopicConfig``, a topic's effective values as attributes;
+and ``GROUP_KEYS``, the configs of a group (IncrementalAlterConfigs and DescribeConfigs on GROUP
+resources), which are not broker keys and so stand apart.
 
 The broker keys are defined by section in ``broker_keys`` (what kafkalite does) and ``kafka_keys``
-(what it accepts without effect); the topic keys are here.
+(what it accepts without effect); the topic and group keys are here.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from kafkalite.broker.config.keys import (
     section_table,
 )
 
-__all__ = ["BROKER_KEYS", "CONFIG_KEYS", "TOPIC_KEYS", "TopicConfig"]
+__all__ = ["BROKER_KEYS", "CONFIG_KEYS", "GROUP_KEYS", "TOPIC_KEYS", "TopicConfig"]
 
 _HOUR_MS = 3_600_000
 _MINUTE_MS = 60_000
@@ -118,6 +120,36 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = section_table(False, *BROKER_SECTIONS, *KAF
 """Every key kafkalite knows: the broker keys, then the per-topic keys (``per_topic``)."""
 BROKER_KEYS: dict[str, ConfigKey] = index_keys(key for key in CONFIG_KEYS if not key.per_topic)
 TOPIC_KEYS: dict[str, ConfigKey] = index_keys(key for key in CONFIG_KEYS if key.per_topic)
+
+# The group keys (Kafka's GroupConfig): a share group's own values for the share.* broker keys named
+# as their defaults, and two without a broker key. Checked against the broker keys' bounds by
+# ``kafkalite.broker.core.share.config.check_group_configs``.
+_GROUP_TABLE: tuple[ConfigKey, ...] = _table(
+    False,
+    "Group configs",
+    ConfigKey("share.auto.offset.reset", _S, "latest",
+              "Where a share group starts in a partition it has no state for: earliest, latest, or "
+              "by_duration:<ISO-8601 duration> (the first record at most that old)."),
+    ConfigKey("share.isolation.level", _S, "read_uncommitted",
+              "read_committed delivers only committed transactional records and none of an aborted transaction.",
+              valid=("read_committed", "read_uncommitted")),
+    ConfigKey("share.record.lock.duration.ms", _I, None,
+              "How long a delivered record stays acquired before it is released again (ms).",
+              at_least=1000, synonyms=(("group.share.record.lock.duration.ms", 1),)),
+    ConfigKey("share.delivery.count.limit", _I, None,
+              "Deliveries of one record before it is archived instead of released again.",
+              synonyms=(("group.share.delivery.count.limit", 1),)),
+    ConfigKey("share.partition.max.record.locks", _I, None,
+              "Most in-flight records of one share partition.",
+              synonyms=(("group.share.partition.max.record.locks", 1),)),
+    ConfigKey("share.session.timeout.ms", _I, None,
+              "Session timeout of the group's members (ms).",
+              at_least=1, synonyms=(("group.share.session.timeout.ms", 1),)),
+    ConfigKey("share.heartbeat.interval.ms", _I, None,
+              "Heartbeat interval given to the group's members (ms).",
+              at_least=1, synonyms=(("group.share.heartbeat.interval.ms", 1),)),
+)
+GROUP_KEYS: dict[str, ConfigKey] = index_keys(_GROUP_TABLE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,17 @@ collaborators (nothing below this module imports it):
 * ``topics`` (``topics.TopicManager``): topics and their partitions, on the log manager;
 * ``fetch_sessions`` (``fetch_sessions.FetchSessionCache``): incremental fetch sessions;
 * ``group_coordinator`` (``group.coordinator.GroupCoordinator``): groups and committed offsets,
-  written to ``__consumer_offsets`` (``offsets_log``);
+  written to ``__consumer_offsets`` (``offsets_log``); it tells ``share_partitions`` what share group
+  membership changes mean to delivery;
+* ``share_partitions`` (``share.manager.SharePartitionManager``): share partitions and share sessions
+  of share groups (KIP-932), written to ``__share_group_state`` (``share_state_log``), with each
+  group's configs from ``dynamic_configs``;
 * ``transactions`` (``txn.coordinator.TransactionCoordinator``): producer ids and transactions,
   written to ``__transaction_state`` (``transaction_log``); it tells the group coordinator when a
   transaction's offsets commit or abort;
-* ``dynamic_configs`` (``dynamic_configs.DynamicConfigs``): dynamic broker configs and client-metrics
-  subscriptions, kept in the data directory; a broker config change calls ``broker_config_changed``.
+* ``dynamic_configs`` (``dynamic_configs.DynamicConfigs``): dynamic broker configs, client-metrics
+  subscriptions and group configs, kept in the data directory; a broker config change calls
+  ``broker_config_changed``.
 
 Nothing here touches sockets; ``kafkalite.broker.server`` opens and closes it and calls ``periodic``
 from a timer. Settings that requests read on every call are resolved here once (``flush_on_ack``,
@@ -30,14 +35,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalite.broker.config import BrokerConfig, read_properties
-from kafkalite.broker.core.coordinator_log import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, CoordinatorLog
+from kafkalite.broker.core.coordinator_log import (
+    OFFSETS_TOPIC,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    CoordinatorLog,
+)
 from kafkalite.broker.core.dynamic_configs import DynamicConfigs
 from kafkalite.broker.core.fetch_sessions import FetchSessionCache
 from kafkalite.broker.core.group.coordinator import GroupCoordinator
+from kafkalite.broker.core.group.share_rebalance import ShareStateListener
 from kafkalite.broker.core.group.store import GroupSettings
 from kafkalite.broker.core.group.timers import Timers
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
+from kafkalite.broker.core.share.config import ShareSettings
+from kafkalite.broker.core.share.manager import SharePartitionManager
 from kafkalite.broker.core.topics import TopicManager, log_config
 from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
 from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
@@ -82,15 +95,30 @@ class Cluster:
         self.transaction_log = CoordinatorLog(self.topics, TRANSACTION_STATE_TOPIC,
                                               config.get_int("transaction.state.log.num.partitions"),
                                               config.get_int("transaction.state.log.segment.bytes"))
+        share_settings = config.settings(ShareSettings)
+        self.share_state_log = CoordinatorLog(self.topics, SHARE_GROUP_STATE_TOPIC,
+                                              share_settings.state_topic_partitions,
+                                              share_settings.state_topic_segment_bytes)
+        self.share_partitions = self.build_share_partition_manager()
         self.group_coordinator = self.build_group_coordinator()
         self.transactions = self.build_transaction_coordinator()
         self.dynamic_configs = DynamicConfigs(config, self.node_id, data_dir, self.broker_config_changed)
 
-    def build_group_coordinator(self, timers: Timers | None = None,
-                                settings: GroupSettings | None = None) -> GroupCoordinator:
-        """A group coordinator on this cluster's topics (tests pass a manual clock and settings)."""
+    def build_group_coordinator(self, timers: Timers | None = None, settings: GroupSettings | None = None,
+                                share_state: ShareStateListener | None = None) -> GroupCoordinator:
+        """A group coordinator on this cluster's topics, telling ``share_partitions`` about share group
+        membership (tests pass a manual clock, settings and another share-state listener)."""
         return GroupCoordinator(self.topics, self.offsets_log,
-                                settings if settings is not None else self.config.settings(GroupSettings), timers)
+                                settings if settings is not None else self.config.settings(GroupSettings), timers,
+                                share_state if share_state is not None else self.share_partitions)
+
+    def build_share_partition_manager(self, timers: Timers | None = None,
+                                      settings: ShareSettings | None = None) -> SharePartitionManager:
+        """Share partitions on this cluster's topics, with each group's configs from ``dynamic_configs``
+        (tests pass a manual clock and settings)."""
+        return SharePartitionManager(self.topics, self.share_state_log,
+                                     settings if settings is not None else self.config.settings(ShareSettings),
+                                     lambda group_id: self.dynamic_configs.group_configs(group_id), timers)
 
     def build_transaction_coordinator(self, *, clock: Callable[[], int] | None = None,
                                       schedule: Callable[[Callable[[], None]], None] | None = None
@@ -105,7 +133,15 @@ class Cluster:
 
     @property
     def endpoint(self) -> Endpoint:
-        """The first advertised listener (the one clients are sent to)."""
+        """The first advertised listener."""
+        return self.endpoints[0]
+
+    def endpoint_for(self, listener_name: str) -> Endpoint:
+        """What a client that connected to ``listener_name`` is told to connect to: that listener's
+        advertised address, as Kafka answers (the first one when the name is unknown or empty)."""
+        for endpoint in self.endpoints:
+            if endpoint.name == listener_name:
+                return endpoint
         return self.endpoints[0]
 
     def open(self) -> None:
@@ -115,11 +151,13 @@ class Cluster:
         self.broker_config_changed()
         self.log_manager.open()
         self.topics.load()
+        self.share_partitions.open()
         self.group_coordinator.open()
         self.transactions.open()
 
     def close(self, clean: bool = True) -> None:
         self.group_coordinator.close()
+        self.share_partitions.close()
         self.transactions.close(clean=clean)
         self.log_manager.close(clean=clean)
 
@@ -139,10 +177,11 @@ class Cluster:
         return max(1, min(delays))
 
     def periodic(self, now_ms: int) -> None:
-        """Timer work: retention (when its check is due), time-based segment rolls and flushes, group
-        and transaction timers."""
+        """Timer work: retention (when its check is due), time-based segment rolls and flushes, group,
+        share-partition and transaction timers."""
         self.log_manager.run_periodic(now_ms)
         self.group_coordinator.periodic(now_ms)
+        self.share_partitions.periodic(now_ms)
         self.transactions.periodic(now_ms)
 
     # identity --------------------------------------------------------------------------------

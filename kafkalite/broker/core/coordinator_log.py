@@ -1,4 +1,5 @@
-"""Internal topics that hold coordinator state (``__consumer_offsets``, ``__transaction_state``).
+"""Internal topics that hold coordinator state (``__consumer_offsets``, ``__transaction_state``,
+``__share_group_state``).
 
 A coordinator keeps its state in memory and writes every change as a key/value record to a
 partition of its internal topic, chosen from the group or transactional id the way Kafka does
@@ -23,10 +24,12 @@ from kafkalite.protocol.records import Record, RecordBatch, RecordBatchBuilder, 
 
 log = logging.getLogger("kafkalite.coordinator_log")
 
-__all__ = ["CoordinatorLog", "OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "java_string_hash", "partition_for"]
+__all__ = ["CoordinatorLog", "OFFSETS_TOPIC", "SHARE_GROUP_STATE_TOPIC", "TRANSACTION_STATE_TOPIC", "java_string_hash",
+           "partition_for"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 
 _REPLAY_CHUNK = 4 * 1024 * 1024
 

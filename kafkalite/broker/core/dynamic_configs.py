@@ -1,4 +1,4 @@
-"""Dynamic configs that belong to no topic: the broker's, and the client-metrics subscriptions.
+"""Dynamic configs that belong to no topic: the broker's, the client-metrics subscriptions and the groups'.
 
 AlterConfigs and IncrementalAlterConfigs on a BROKER resource change this node's dynamic broker
 configs (resource name: the node id) or the cluster-wide defaults (resource name ""); the checks
@@ -6,9 +6,11 @@ and the precedence are ``BrokerConfig``'s (``alter_dynamic``), and ``on_broker_c
 cluster to re-derive what it resolved from them. On a CLIENT_METRICS resource they create, change or
 delete a client-metrics subscription (KIP-714): ``metrics`` (metric name prefixes, ``*`` for all),
 ``interval.ms`` (push interval, 100 ms to 1 hour) and ``match`` (``<selector>=<regex>`` items), checked
-as Kafka checks them; a subscription whose last key is deleted no longer exists.
+as Kafka checks them; a subscription whose last key is deleted no longer exists. On a GROUP
+resource they set a group's configs (``GROUP_KEYS``, checked by the caller), whether or not the
+group exists yet; a group that unsets its last key has none.
 
-Both kinds survive a restart, as Kafka keeps them in its metadata log: every change is written to
+All three kinds survive a restart, as Kafka keeps them in its metadata log: every change is written to
 ``<data dir>/dynamic-configs.json`` atomically (a temporary file is written and fsynced, renamed over
 the old one, and the directory fsynced), and ``load`` reads it back at start-up. Without a data
 directory (``log.storage=memory``) they live as long as the process. The file holds the strings as
@@ -16,7 +18,8 @@ they were set::
 
     {"version": 1,
      "broker": {"": {cluster-wide defaults}, "<node id>": {this node's values}},
-     "client_metrics": {"<subscription>": {"metrics": "...", "interval.ms": "...", "match": "..."}}}
+     "client_metrics": {"<subscription>": {"metrics": "...", "interval.ms": "...", "match": "..."}},
+     "groups": {"<group id>": {"share.auto.offset.reset": "earliest", ...}}}
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class DynamicConfigs:
         self.path = None if data_dir is None else data_dir / DYNAMIC_CONFIGS_FILE
         self._on_broker_change = on_broker_change
         self._client_metrics: dict[str, dict[str, str]] = {}
+        self._groups: dict[str, dict[str, str]] = {}
 
     def load(self) -> None:
         """Install what the file holds (at start-up, before topics derive their settings)."""
@@ -65,12 +69,14 @@ class DynamicConfigs:
             content = json.loads(self.path.read_text(encoding="utf-8"))
             broker = content.get("broker", {})
             client_metrics = content.get("client_metrics", {})
+            groups = content.get("groups", {})
         except (OSError, ValueError, AttributeError) as exc:
             log.error("cannot read %s, starting without dynamic configs: %s", self.path, exc)
             return
         self.config.load_dynamic(_strings(broker.get("", {})), cluster_default=True)
         self.config.load_dynamic(_strings(broker.get(str(self.node_id), {})))
         self._client_metrics = {str(name): _strings(values) for name, values in client_metrics.items() if values}
+        self._groups = {str(name): _strings(values) for name, values in groups.items() if values}
         log.info("loaded dynamic configs from %s", self.path)
 
     # broker ----------------------------------------------------------------------------------
@@ -110,6 +116,19 @@ class DynamicConfigs:
             self._client_metrics.pop(name, None)
         self._save()
 
+    # groups ----------------------------------------------------------------------------------
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """A group's configs as set (empty when it set none)."""
+        return dict(self._groups.get(group_id, {}))
+
+    def set_group_configs(self, group_id: str, values: Mapping[str, str]) -> None:
+        """Make ``values`` the whole set of a group's configs (checked by the caller; none left deletes them)."""
+        if values:
+            self._groups[group_id] = dict(values)
+        else:
+            self._groups.pop(group_id, None)
+        self._save()
+
     # the file --------------------------------------------------------------------------------
     def _save(self) -> None:
         if self.path is None:
@@ -119,6 +138,7 @@ class DynamicConfigs:
             "broker": {"": self.config.dynamic_configs(cluster_default=True),
                        str(self.node_id): self.config.dynamic_configs()},
             "client_metrics": self._client_metrics,
+            "groups": self._groups,
         }
         _write_atomically(self.path, json.dumps(content, indent=1, sort_keys=True).encode("utf-8"))
 

@@ -30,7 +30,7 @@ __all__ = ["INTERNAL_TOPICS", "Topic", "TopicManager", "log_config", "validate_t
 
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # coordinator_log names them
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})  # coordinator_log's
 _METADATA_FILE = "topics.json"
 
 

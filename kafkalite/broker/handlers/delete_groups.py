@@ -1,7 +1,8 @@
 """DeleteGroups (API key 42), v0-2: delete empty groups and all their committed offsets.
 
 Per group: GROUP_ID_NOT_FOUND if there is no such group, NON_EMPTY_GROUP while it has members;
-otherwise its offsets and metadata are removed (tombstones in ``__consumer_offsets``).
+otherwise its offsets and metadata are removed (tombstones in ``__consumer_offsets``), and for a share
+group its share-partition state too (tombstones in ``__share_group_state``). Group configs stay.
 """
 
 from __future__ import annotations

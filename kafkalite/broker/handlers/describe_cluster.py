@@ -39,7 +39,7 @@ def handle_describe_cluster(context: RequestContext, request: DescribeClusterReq
             error_code=code,
             error_message=f"The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
                           f"{_ENDPOINT_NAMES[endpoint_type]}")
-    endpoint = cluster.endpoint
+    endpoint = cluster.endpoint_for(context.listener_name)
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         error_message=None,

@@ -1,4 +1,4 @@
-"""DescribeConfigs (API key 32), v0-4: the configuration of topics, of this broker and of its loggers.
+"""DescribeConfigs (API key 32), v0-4: the configuration of topics, of this broker, of its loggers and of groups.
 
 A TOPIC resource lists every topic config with its effective value: the topic's override
 (source TOPIC_CONFIG, Kafka's DYNAMIC_TOPIC_CONFIG), else the broker-level default it comes from
@@ -15,12 +15,14 @@ v0 has no source: ``is_default`` is set for values that come from a built-in def
 A BROKER resource also lists the keys the config table does not know that were set (statically or
 dynamically), as Kafka lists custom keys: sensitive, so without a value, and of unknown type. A
 CLIENT_METRICS resource lists the keys of that client-metrics subscription (none when there is no
-such subscription), with source CLIENT_METRICS_CONFIG.
+such subscription), with source CLIENT_METRICS_CONFIG. A GROUP resource lists every group config
+(``share.auto.offset.reset``, ``share.record.lock.duration.ms``...): the group's own value (source
+GROUP_CONFIG), else the broker key it defaults to, or the built-in default (DEFAULT_CONFIG); the group
+need not exist.
 
 Errors, per resource as Kafka answers them: an illegal topic name is INVALID_TOPIC_EXCEPTION, an
 unknown topic UNKNOWN_TOPIC_OR_PARTITION, a broker name that is neither empty nor this node's id
-INVALID_REQUEST, an empty client-metrics name INVALID_REQUEST, and GROUP resources (not
-implemented here) INVALID_REQUEST.
+INVALID_REQUEST, an empty client-metrics or group name INVALID_REQUEST.
 
 This module also holds what the three config handlers share: the resource types, the check of a
 broker resource name, and the broker's loggers (the BROKER_LOGGER resource).
@@ -31,7 +33,7 @@ from __future__ import annotations
 import logging
 from enum import IntEnum
 
-from kafkalite.broker.config import BrokerConfig, ConfigEntry, ConfigSource, ConfigType
+from kafkalite.broker.config import GROUP_KEYS, BrokerConfig, ConfigEntry, ConfigSource, ConfigSynonym, ConfigType
 from kafkalite.broker.core.topics import validate_topic_name
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -133,6 +135,9 @@ def handle_describe_configs(context: RequestContext, request: DescribeConfigsReq
                 result.configs = _describe_loggers(context, resource)
             elif resource.resource_type == ResourceType.CLIENT_METRICS:
                 result.configs = _describe_client_metrics(context, resource)
+            elif resource.resource_type == ResourceType.GROUP:
+                result.configs = [config_result(entry, version, include_synonyms, include_documentation)
+                                  for entry in _describe_group(context, resource)]
             else:
                 result.configs = [config_result(entry, version, include_synonyms, include_documentation)
                                   for entry in _describe(context, resource)]
@@ -201,6 +206,30 @@ def _describe_client_metrics(context: RequestContext,
         for name, value in context.cluster.dynamic_configs.client_metrics(resource.resource_name).items()
         if keys is None or name in keys
     ]
+
+
+def _describe_group(context: RequestContext, resource: DescribeConfigsResource) -> list[ConfigEntry]:
+    """A GROUP resource: each group config, the group's own value or its default."""
+    if not resource.resource_name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    config = context.cluster.config
+    overrides = context.cluster.dynamic_configs.group_configs(resource.resource_name)
+    keys = resource.configuration_keys or None
+    entries = []
+    for name, known in GROUP_KEYS.items():
+        if keys is not None and name not in keys:
+            continue
+        synonyms: list[ConfigSynonym] = []
+        if name in overrides:
+            synonyms.append(ConfigSynonym(name, known.format(known.parse(overrides[name])), ConfigSource.GROUP_CONFIG))
+        for broker_key, _ in known.synonyms:
+            synonyms.extend(config.describe([broker_key])[0].synonyms)
+        if not synonyms:
+            synonyms.append(ConfigSynonym(name, known.format(known.default), ConfigSource.DEFAULT_CONFIG))
+        source = ConfigSource.GROUP_CONFIG if name in overrides else ConfigSource.DEFAULT_CONFIG
+        entries.append(ConfigEntry(name, synonyms[0].value, source, False, False, known.type, known.doc,
+                                   tuple(synonyms)))
+    return entries
 
 
 def config_result(entry: ConfigEntry, version: int, include_synonyms: bool,

@@ -1,5 +1,5 @@
 """IncrementalAlterConfigs (API key 44), v0-1: change single config keys of topics, this broker, its
-loggers or client-metrics subscriptions.
+loggers, client-metrics subscriptions or groups.
 
 Each key carries an operation: SET (0) gives it a value, DELETE (1) removes the override (the
 default applies again), APPEND (2) and SUBTRACT (3) add or remove comma-separated items of a LIST
@@ -12,12 +12,18 @@ default and are INVALID_CONFIG ("Config value append is not allowed for config k
 that are not lists; the resulting set is checked as AlterConfigs checks it (see ``alter_configs``).
 BROKER_LOGGER resources (named after this node) set or reset the level of the root logger or a
 ``kafkalite.*`` logger, in log4j level names. CLIENT_METRICS resources create, change or delete a
-client-metrics subscription (``metrics`` and ``match`` are lists). Validation and errors are those
+client-metrics subscription (``metrics`` and ``match`` are lists). GROUP resources set a group's
+configs (``share.auto.offset.reset``, ``share.isolation.level``, ``share.record.lock.duration.ms``,
+``share.delivery.count.limit``, ``share.partition.max.record.locks``, ``share.session.timeout.ms``,
+``share.heartbeat.interval.ms``), whether or not the group exists, checked as Kafka checks them
+(INVALID_CONFIG for an unknown key, a bad value, or one outside the broker's ``group.share.*`` bounds);
+they are kept in the data directory and apply from the group's next fetch or heartbeat. Validation and errors are those
 of AlterConfigs, plus INVALID_REQUEST for an unknown operation and, on loggers, for APPEND/SUBTRACT
 or for removing the root logger's level. ``validate_only`` checks without changing anything; each
 resource is all-or-nothing.
 
-Not implemented: GROUP resources (INVALID_REQUEST) and alter-config policies.
+Not implemented: the consumer group configs (``consumer.session.timeout.ms``,
+``consumer.heartbeat.interval.ms``: INVALID_CONFIG) and alter-config policies.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import BROKER_KEYS, TOPIC_KEYS, ConfigType
 from kafkalite.broker.core.dynamic_configs import CLIENT_METRICS_KEYS
+from kafkalite.broker.core.share.config import check_group_configs
 from kafkalite.broker.handlers.alter_configs import alter_each_resource, check_config_keys
 from kafkalite.broker.handlers.describe_configs import (
     LOG4J_LEVELS,
@@ -84,6 +91,8 @@ def _alter(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool
         _alter_broker(cluster, resource, validate_only)
     elif resource.resource_type == ResourceType.CLIENT_METRICS:
         _alter_client_metrics(cluster, resource, validate_only)
+    elif resource.resource_type == ResourceType.GROUP:
+        _alter_group(cluster, resource, validate_only)
     elif resource.resource_type == ResourceType.BROKER_LOGGER:
         check_broker_resource(resource.resource_name, cluster.node_id, allow_cluster_default=False)
         _alter_loggers(resource.configs, validate_only)
@@ -153,6 +162,25 @@ def _alter_client_metrics(cluster: Cluster, resource: AlterConfigsResource, vali
                                  f"Can't {operation.name} to key {config.name} because its type is not LIST.")
             values[config.name] = _apply_list_operation(operation, values.get(config.name, ""), config.value or "")
     cluster.dynamic_configs.set_client_metrics(resource.resource_name, values, validate_only=validate_only)
+
+
+def _alter_group(cluster: Cluster, resource: AlterConfigsResource, validate_only: bool) -> None:
+    if not resource.resource_name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    values = cluster.dynamic_configs.group_configs(resource.resource_name)
+    for config in resource.configs:
+        operation = OpType(config.config_operation)
+        if operation is OpType.SET:
+            values[config.name] = config.value or ""
+        elif operation is OpType.DELETE:
+            values.pop(config.name, None)
+        else:
+            check_group_configs(cluster.share_partitions.settings, {config.name: config.value or ""})
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"Can't {operation.name} to key {config.name} because its type is not LIST.")
+    check_group_configs(cluster.share_partitions.settings, values)
+    if not validate_only:
+        cluster.dynamic_configs.set_group_configs(resource.resource_name, values)
 
 
 def _require_list(config: AlterableConfig, config_type: ConfigType) -> None:

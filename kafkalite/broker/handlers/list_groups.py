@@ -1,9 +1,10 @@
-"""ListGroups (API key 16), v0-5: every group of this coordinator, classic and KIP-848.
+"""ListGroups (API key 16), v0-5: every group of this coordinator, classic, KIP-848 and share.
 
 v4+ filter by state (case-insensitive: Empty, PreparingRebalance, CompletingRebalance, Stable for
-classic groups; Empty, Assigning, Reconciling, Stable for consumer groups) and report each group's
-state; v5+ filter by type ("classic", "consumer") and report it. Groups that only hold offsets
-(simple groups) are listed with an empty protocol type, as in Kafka.
+classic groups; Empty, Assigning, Reconciling, Stable for consumer groups; Empty, Stable for share
+groups) and report each group's state; v5+ filter by type ("classic", "consumer", "share") and
+report it. Groups that only hold offsets (simple groups) are listed with an empty protocol type, as
+in Kafka; share groups with the protocol type "share".
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ NOT_REQUESTED = -(2**31)
 def handle_metadata(context: RequestContext, request: MetadataRequest) -> MetadataResponse:
     cluster = context.cluster
     version = context.api_version
-    endpoint = cluster.endpoint
+    endpoint = cluster.endpoint_for(context.listener_name)
     response = MetadataResponse(
         brokers=[MetadataResponseBroker(node_id=cluster.node_id, host=endpoint.host, port=endpoint.port, rack=None)],
         cluster_id=cluster.cluster_id,

@@ -35,6 +35,7 @@ class RequestContext:
     client_id: str | None
     peer: str  # "host:port" of the client, for log lines
     connection_id: int = 0
+    listener_name: str = ""  # the listener the client connected to ("": the first one)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -57,7 +58,8 @@ HANDLERS: dict[int, ApiHandler] = {}
 # The APIs of Kafka's broker listener that kafkalite does not serve, and why. Every API key of the
 # generated message classes is either in HANDLERS or here (a unit test checks it), and
 # docs/compatibility.md gives the reason for each.
-_SHARE_GROUPS = "share groups (KIP-932) are early access in Kafka 4.0, off unless enabled, and not served here"
+_SHARE_STATE = ("the share coordinator's API between brokers: this node keeps share-partition state itself, in "
+                "__share_group_state")
 NOT_SERVED: dict[int, str] = {
     17: "clients are not authenticated: listeners are PLAINTEXT only, so a client set up for SASL cannot connect",
     36: "clients are not authenticated: listeners are PLAINTEXT only, so a client set up for SASL cannot connect",
@@ -73,17 +75,13 @@ NOT_SERVED: dict[int, str] = {
     64: "this node is the only broker and is always registered",
     71: "clients cannot push metrics: client-metrics subscriptions are stored and listed, never applied",
     72: "clients cannot push metrics: client-metrics subscriptions are stored and listed, never applied",
-    76: _SHARE_GROUPS,
-    77: _SHARE_GROUPS,
-    78: _SHARE_GROUPS,
-    79: _SHARE_GROUPS,
     80: "this node is the only voter of its quorum, which kafkalite does not run as KRaft; there is none to add",
     81: "this node is the only voter of its quorum, which kafkalite does not run as KRaft; there is none to remove",
-    83: _SHARE_GROUPS,
-    84: _SHARE_GROUPS,
-    85: _SHARE_GROUPS,
-    86: _SHARE_GROUPS,
-    87: _SHARE_GROUPS,
+    83: _SHARE_STATE,
+    84: _SHARE_STATE,
+    85: _SHARE_STATE,
+    86: _SHARE_STATE,
+    87: _SHARE_STATE,
 }
 
 _F = TypeVar("_F", bound=Callable[..., HandlerResult])

@@ -9,6 +9,10 @@ source tree). They are read from ``--schemas DIR``, else from ``$KAFKALITE_SCHEM
 ``../shared/kafka-protocol/message`` beside the repository. Where none of these exists, ``--check``
 says in one line that it skipped itself and succeeds: the generated modules are committed, so a
 clone without the schemas is complete.
+
+``schemas/`` beside this module holds the schemas of messages newer than that snapshot (share groups
+as Kafka 4.1 and 4.2 serve them; its README says what changed). A file there replaces the snapshot's
+schema of the same message, or adds a message the snapshot lacks.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[1]  # kafkalite/protocol
 REPO = PACKAGE.parents[1]
 OUTPUT = PACKAGE / "messages"
 DEFAULT_SCHEMAS = REPO.parent / "shared" / "kafka-protocol" / "message"
+NEWER_SCHEMAS = Path(__file__).resolve().parent / "schemas"  # messages newer than the snapshot
 
 # Embedded structures that clients exchange through the broker (group member metadata).
 DATA_MESSAGES = frozenset({"ConsumerProtocolSubscription", "ConsumerProtocolAssignment"})
@@ -70,8 +75,15 @@ def registry_module(messages: list[Message]) -> str:
     return "\n".join(lines)
 
 
+def load_schemas(schemas: Path) -> list[Message]:
+    """The snapshot's messages, with those of ``NEWER_SCHEMAS`` replacing or joining them by name."""
+    by_name = {message.name: message for message in load_all(schemas)}
+    by_name.update((message.name, message) for message in load_all(NEWER_SCHEMAS))
+    return sorted(by_name.values(), key=lambda message: message.source)
+
+
 def render(schemas: Path) -> dict[Path, str]:
-    messages = select(load_all(schemas))
+    messages = select(load_schemas(schemas))
     files = {OUTPUT / f"{module_name(m.name)}.py": generate_module(m) for m in messages}
     files[OUTPUT / "__init__.py"] = registry_module(messages)
     return files

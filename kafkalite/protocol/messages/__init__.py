@@ -18,6 +18,8 @@ from kafkalite.protocol.messages.alter_partition_reassignments_request import Al
 from kafkalite.protocol.messages.alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
 from kafkalite.protocol.messages.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
 from kafkalite.protocol.messages.alter_replica_log_dirs_response import AlterReplicaLogDirsResponse
+from kafkalite.protocol.messages.alter_share_group_offsets_request import AlterShareGroupOffsetsRequest
+from kafkalite.protocol.messages.alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
 from kafkalite.protocol.messages.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
 from kafkalite.protocol.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
 from kafkalite.protocol.messages.api_versions_request import ApiVersionsRequest
@@ -42,6 +44,8 @@ from kafkalite.protocol.messages.delete_groups_request import DeleteGroupsReques
 from kafkalite.protocol.messages.delete_groups_response import DeleteGroupsResponse
 from kafkalite.protocol.messages.delete_records_request import DeleteRecordsRequest
 from kafkalite.protocol.messages.delete_records_response import DeleteRecordsResponse
+from kafkalite.protocol.messages.delete_share_group_offsets_request import DeleteShareGroupOffsetsRequest
+from kafkalite.protocol.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
 from kafkalite.protocol.messages.delete_share_group_state_request import DeleteShareGroupStateRequest
 from kafkalite.protocol.messages.delete_share_group_state_response import DeleteShareGroupStateResponse
 from kafkalite.protocol.messages.delete_topics_request import DeleteTopicsRequest
@@ -64,6 +68,8 @@ from kafkalite.protocol.messages.describe_producers_request import DescribeProdu
 from kafkalite.protocol.messages.describe_producers_response import DescribeProducersResponse
 from kafkalite.protocol.messages.describe_quorum_request import DescribeQuorumRequest
 from kafkalite.protocol.messages.describe_quorum_response import DescribeQuorumResponse
+from kafkalite.protocol.messages.describe_share_group_offsets_request import DescribeShareGroupOffsetsRequest
+from kafkalite.protocol.messages.describe_share_group_offsets_response import DescribeShareGroupOffsetsResponse
 from kafkalite.protocol.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest
 from kafkalite.protocol.messages.describe_topic_partitions_response import DescribeTopicPartitionsResponse
 from kafkalite.protocol.messages.describe_transactions_request import DescribeTransactionsRequest
@@ -226,6 +232,9 @@ REQUESTS: dict[int, type[Message]] = {
     85: WriteShareGroupStateRequest,
     86: DeleteShareGroupStateRequest,
     87: ReadShareGroupStateSummaryRequest,
+    90: DescribeShareGroupOffsetsRequest,
+    91: AlterShareGroupOffsetsRequest,
+    92: DeleteShareGroupOffsetsRequest,
 }
 
 RESPONSES: dict[int, type[Message]] = {
@@ -301,6 +310,9 @@ RESPONSES: dict[int, type[Message]] = {
     85: WriteShareGroupStateResponse,
     86: DeleteShareGroupStateResponse,
     87: ReadShareGroupStateSummaryResponse,
+    90: DescribeShareGroupOffsetsResponse,
+    91: AlterShareGroupOffsetsResponse,
+    92: DeleteShareGroupOffsetsResponse,
 }
 
 # API key -> Kafka's name for the API ("Produce", "Fetch", ...).
@@ -377,6 +389,9 @@ API_NAMES: dict[int, str] = {
     85: 'WriteShareGroupState',
     86: 'DeleteShareGroupState',
     87: 'ReadShareGroupStateSummary',
+    90: 'DescribeShareGroupOffsets',
+    91: 'AlterShareGroupOffsets',
+    92: 'DeleteShareGroupOffsets',
 }
 
 __all__ = [
@@ -394,6 +409,8 @@ __all__ = [
     'AlterPartitionReassignmentsResponse',
     'AlterReplicaLogDirsRequest',
     'AlterReplicaLogDirsResponse',
+    'AlterShareGroupOffsetsRequest',
+    'AlterShareGroupOffsetsResponse',
     'AlterUserScramCredentialsRequest',
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
@@ -418,6 +435,8 @@ __all__ = [
     'DeleteGroupsResponse',
     'DeleteRecordsRequest',
     'DeleteRecordsResponse',
+    'DeleteShareGroupOffsetsRequest',
+    'DeleteShareGroupOffsetsResponse',
     'DeleteShareGroupStateRequest',
     'DeleteShareGroupStateResponse',
     'DeleteTopicsRequest',
@@ -440,6 +459,8 @@ __all__ = [
     'DescribeProducersResponse',
     'DescribeQuorumRequest',
     'DescribeQuorumResponse',
+    'DescribeShareGroupOffsetsRequest',
+    'DescribeShareGroupOffsetsResponse',
     'DescribeTopicPartitionsRequest',
     'DescribeTopicPartitionsResponse',
     'DescribeTransactionsRequest',

@@ -68,7 +68,7 @@ class ClassicRebalancer:
             return future
         existing = self.store.groups.get(request.group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
-            if not existing.is_empty():
+            if not existing.is_empty() or existing.kind == "share":  # share groups never change protocol
                 resolve(future, JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id))
                 return future
             self._remove_group(existing.group_id)  # an empty consumer group becomes classic

@@ -172,7 +172,7 @@ class ConsumerRebalancer:
         group_id = request.group_id
         existing = self.store.groups.get(group_id)
         if existing is not None and not isinstance(existing, ConsumerGroup):
-            if request.member_epoch != 0 or not existing.is_empty():
+            if request.member_epoch != 0 or not existing.is_empty() or existing.kind == "share":
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             records = self._remove_group(group_id)  # an empty classic group becomes a consumer group
             self.store.write(group_id, records)

@@ -26,14 +26,23 @@ from kafkalite.broker.core.group.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     PendingTxnOffsetKey,
+    ShareGroupKey,
     decode_key,
     decode_offset_value,
     decode_pending_txn_offset_value,
 )
+from kafkalite.broker.core.group.share_group import ShareGroup
+from kafkalite.broker.core.group.share_rebalance import (
+    NoShareState,
+    ShareHeartbeat,
+    ShareHeartbeatResult,
+    ShareRebalancer,
+    ShareStateListener,
+)
 from kafkalite.broker.core.group.store import Group, GroupSettings, GroupStore
 from kafkalite.broker.core.group.timers import LoopTimers, Timers
 from kafkalite.broker.core.topics import TopicManager
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     import asyncio
@@ -103,12 +112,13 @@ class PartitionOffset:
 class GroupCoordinator:
     """Every group of the broker and their committed offsets. Touch only from the event loop.
 
-    ``topics`` answers whether a committed partition exists (and, for KIP-848 groups, which topics a
-    subscription names); ``log`` is ``__consumer_offsets``.
+    ``topics`` answers whether a committed partition exists (and, for KIP-848 and share groups, which
+    topics a subscription names); ``log`` is ``__consumer_offsets``; ``share_state`` is told what share
+    group membership changes mean to delivery.
     """
 
     def __init__(self, topics: TopicManager, log: CoordinatorLog, settings: GroupSettings,
-                 timers: Timers | None = None) -> None:
+                 timers: Timers | None = None, share_state: ShareStateListener | None = None) -> None:
         self.topics = topics
         self.timers: Timers = timers if timers is not None else LoopTimers()
         self.settings = settings
@@ -118,6 +128,7 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self.classic = ClassicRebalancer(self.store, self.remove_group)
         self.consumer = ConsumerRebalancer(self.store, topics, self.remove_group)
+        self.share = ShareRebalancer(self.store, topics, share_state if share_state is not None else NoShareState())
         self._last_expiry_ms = 0
 
     # lifecycle -----------------------------------------------------------------------------
@@ -136,6 +147,8 @@ class GroupCoordinator:
         for group in self.groups.values():
             if isinstance(group, ClassicGroup):
                 self.classic.on_loaded(group)
+            elif isinstance(group, ShareGroup):
+                self.share.on_loaded(group)
             else:
                 self.consumer.on_loaded(group)
         if count:
@@ -169,6 +182,11 @@ class GroupCoordinator:
                 self.groups.pop(key.group_id, None)
             else:
                 self.groups[key.group_id] = ConsumerGroup.decode(key.group_id, value)
+        elif isinstance(key, ShareGroupKey):
+            if value is None:
+                self.groups.pop(key.group_id, None)
+            else:
+                self.groups[key.group_id] = ShareGroup.decode(key.group_id, value)
         elif isinstance(key, PendingTxnOffsetKey):
             self.offsets.replay_pending(key.producer_id, key.group_id, key.topic, key.partition,
                                         None if value is None else decode_pending_txn_offset_value(value))
@@ -187,6 +205,9 @@ class GroupCoordinator:
         if isinstance(group, ConsumerGroup):
             self.consumer.forget(group)
             return [(ConsumerGroupKey(group_id).encode(), None)]
+        if isinstance(group, ShareGroup):
+            self.share.forget(group)
+            return [(ShareGroupKey(group_id).encode(), None)]
         return []
 
     # classic protocol ----------------------------------------------------------------------
@@ -219,6 +240,26 @@ class GroupCoordinator:
         """A KIP-848 group (None for an unknown group or a classic one)."""
         return self.consumer.describe(group_id)
 
+    # share groups (KIP-932) -----------------------------------------------------------------
+    def share_heartbeat(self, request: ShareHeartbeat) -> ShareHeartbeatResult:
+        return self.share.heartbeat(request)
+
+    def describe_share_group(self, group_id: str) -> ShareGroup | None:
+        """A share group (None for an unknown group or one of another kind)."""
+        return self.share.group(group_id)
+
+    def share_group_for_offsets(self, group_id: str, *, create: bool) -> ShareGroup:
+        """The share group whose offsets AlterShareGroupOffsets or DeleteShareGroupOffsets change: it must
+        be empty (NON_EMPTY_GROUP); an unknown id is GROUP_ID_NOT_FOUND, or a new empty group when
+        ``create``; an id of another kind of group is GROUP_ID_NOT_FOUND."""
+        group = self.groups.get(group_id)
+        if group is None and not create:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        share_group = self.share.ensure_group(group_id)
+        if not share_group.is_empty():
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"Share group {group_id} is not empty.")
+        return share_group
+
     def default_assignor(self) -> str:
         """The server-side assignor of KIP-848 groups whose members name none."""
         return self.settings.consumer_assignors[0]
@@ -250,7 +291,7 @@ class GroupCoordinator:
                 continue
             if wanted_types and group.kind not in wanted_types:
                 continue
-            protocol_type = (group.protocol_type or "") if isinstance(group, ClassicGroup) else "consumer"
+            protocol_type = (group.protocol_type or "") if isinstance(group, ClassicGroup) else group.kind
             listed.append(ListedGroup(group_id, protocol_type, group.state_name, group.kind))
         return listed
 
@@ -273,6 +314,8 @@ class GroupCoordinator:
     def _validate_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                          api_version: int, transactional: bool) -> tuple[ErrorCode, Group | None]:
         group = self.groups.get(group_id)
+        if isinstance(group, ShareGroup):
+            return ErrorCode.GROUP_ID_NOT_FOUND, None
         if group is None:
             if generation_id < 0:
                 group = self.groups[group_id] = ClassicGroup(group_id, self.timers.now_ms())  # a simple group
@@ -338,6 +381,8 @@ class GroupCoordinator:
         """OffsetFetch for one group: a group-level error and the partitions (all committed ones when
         ``topics`` is None)."""
         group = self.groups.get(group_id)
+        if isinstance(group, ShareGroup):
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
         known = group is not None and not (isinstance(group, ClassicGroup) and group.state is ClassicState.DEAD)
         if isinstance(group, ConsumerGroup):
             error = self.consumer.validate_fetch(group, member_id, member_epoch)
@@ -361,7 +406,8 @@ class GroupCoordinator:
             ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """OffsetDelete: a group-level error and per-partition errors."""
         group = self.groups.get(group_id)
-        if group is None or (isinstance(group, ClassicGroup) and group.state is ClassicState.DEAD):
+        if group is None or isinstance(group, ShareGroup) or (
+                isinstance(group, ClassicGroup) and group.state is ClassicState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         if isinstance(group, ClassicGroup) and not group.is_empty() and not group.uses_consumer_protocol():
             return ErrorCode.NON_EMPTY_GROUP, {}
@@ -408,6 +454,8 @@ class GroupCoordinator:
     @staticmethod
     def _expiry_base(group: Group) -> Callable[[OffsetAndMetadata], int] | None:
         """When each offset's retention starts counting, or None if the group's offsets never expire now."""
+        if isinstance(group, ShareGroup):
+            return None  # a share group has no committed offsets
         if isinstance(group, ConsumerGroup):
             return lambda value: value.commit_timestamp_ms
         if group.protocol_type is None:  # a simple group

@@ -9,11 +9,12 @@ metadata use Kafka's own layouts (non-flexible versions), so the topic reads lik
 * ``GroupMetadataKey`` v2: group -> ``GroupMetadataValue`` v3 (protocol type, generation, protocol,
   leader, state timestamp, members with subscription and assignment bytes).
 
-Two layouts are this broker's own, with key versions Kafka does not use, so they are never mistaken
+Three layouts are this broker's own, with key versions Kafka does not use, so they are never mistaken
 for Kafka's: ``CONSUMER_GROUP_KEY`` (1000) holds a whole KIP-848 group in one value (Kafka spreads it
-over six record types; the value layout is in ``consumer_group``), and ``PENDING_TXN_OFFSET_KEY``
+over six record types; the value layout is in ``consumer_group``), ``PENDING_TXN_OFFSET_KEY``
 (1001) holds an offset staged by TxnOffsetCommit until its transaction ends (Kafka writes those as
-transactional records resolved by a marker; the coordinator log has no transactional batches).
+transactional records resolved by a marker; the coordinator log has no transactional batches), and
+``SHARE_GROUP_KEY`` (1002) holds a whole share group's membership (layout in ``share_group``).
 A null value is a tombstone. Keys of unknown versions are skipped on replay.
 """
 
@@ -33,6 +34,8 @@ __all__ = [
     "OffsetCommitKey",
     "PENDING_TXN_OFFSET_KEY",
     "PendingTxnOffsetKey",
+    "SHARE_GROUP_KEY",
+    "ShareGroupKey",
     "decode_key",
 ]
 
@@ -40,6 +43,7 @@ OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
 CONSUMER_GROUP_KEY = 1000
 PENDING_TXN_OFFSET_KEY = 1001
+SHARE_GROUP_KEY = 1002
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,18 @@ class PendingTxnOffsetKey:
         return writer.getvalue()
 
 
-Key = OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey | PendingTxnOffsetKey
+@dataclass(frozen=True, slots=True)
+class ShareGroupKey:
+    group_id: str
+
+    def encode(self) -> bytes:
+        writer = Writer()
+        writer.int16(SHARE_GROUP_KEY)
+        writer.string(self.group_id, False)
+        return writer.getvalue()
+
+
+Key = OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey | PendingTxnOffsetKey | ShareGroupKey
 
 
 def decode_key(data: bytes | bytearray | memoryview) -> Key | None:
@@ -122,6 +137,8 @@ def decode_key(data: bytes | bytearray | memoryview) -> Key | None:
         return ConsumerGroupKey(reader.string(False))
     if version == PENDING_TXN_OFFSET_KEY:
         return PendingTxnOffsetKey(reader.int64(), reader.string(False), reader.string(False), reader.int32())
+    if version == SHARE_GROUP_KEY:
+        return ShareGroupKey(reader.string(False))
     return None
 
 

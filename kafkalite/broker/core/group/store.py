@@ -11,12 +11,13 @@ from kafkalite.broker.core.coordinator_log import CoordinatorLog
 from kafkalite.broker.core.group.classic_group import ClassicGroup
 from kafkalite.broker.core.group.consumer_group import ConsumerGroup
 from kafkalite.broker.core.group.offsets import Record
-from kafkalite.broker.core.group.records import ConsumerGroupKey, GroupMetadataKey
+from kafkalite.broker.core.group.records import ConsumerGroupKey, GroupMetadataKey, ShareGroupKey
+from kafkalite.broker.core.group.share_group import ShareGroup
 from kafkalite.broker.core.group.timers import Timers
 
 __all__ = ["Group", "GroupSettings", "GroupStore", "NEW_MEMBER_JOIN_TIMEOUT_MS"]
 
-Group = ClassicGroup | ConsumerGroup
+Group = ClassicGroup | ConsumerGroup | ShareGroup
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000  # Kafka's fixed timeout for a new member whose JoinGroup is parked
 
 
@@ -36,6 +37,7 @@ class GroupSettings:
     consumer_heartbeat_interval_ms: int = config_field("group.consumer.heartbeat.interval.ms")
     consumer_max_size: int = config_field("group.consumer.max.size")
     consumer_assignors: tuple[str, ...] = config_field("group.consumer.assignors")
+    share_max_size: int = config_field("group.share.max.size")
 
 
 class GroupStore:
@@ -61,3 +63,6 @@ class GroupStore:
 
     def store_consumer(self, group: ConsumerGroup) -> None:
         self.write(group.group_id, [(ConsumerGroupKey(group.group_id).encode(), group.encode())])
+
+    def store_share(self, group: ShareGroup) -> None:
+        self.write(group.group_id, [(ShareGroupKey(group.group_id).encode(), group.encode())])

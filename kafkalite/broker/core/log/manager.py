@@ -102,7 +102,7 @@ class LogManager:
         self._roll_queue: list[tuple[int, TopicPartition]] = []
         self._roll_due: dict[TopicPartition, int] = {}
         self._checkpointed_offsets: dict[TopicPartition, tuple[int, int]] = {}
-        self._stale_dirs: set[Path] = set()  # directories whose checkpoints list a deleted log
+        self._stale_dirs: set[Path] = set()  # directories whose checkpoints are not written yet
 
     # --- opening -----------------------------------------------------------------------------------
 
@@ -394,6 +394,7 @@ class LogManager:
                 return
         else:
             roots = set(self.log_dirs)
+        self._stale_dirs |= roots  # until written: a failed write is retried on the next tick
         for root in self.log_dirs:
             if root not in roots:
                 continue
@@ -401,6 +402,7 @@ class LogManager:
             recovery_points = {key: self.logs[key].recovery_point for key in here}
             log_start_offsets = {key: self.logs[key].log_start_offset for key in here}
             if not force and self._checkpointed.get(root) == (recovery_points, log_start_offsets):
+                self._stale_dirs.discard(root)
                 continue
             write_offset_checkpoint(root / RECOVERY_POINT_CHECKPOINT, recovery_points)
             write_offset_checkpoint(root / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)

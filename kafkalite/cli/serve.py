@@ -1,12 +1,14 @@
-"""The ``kafkalite`` command.
+"""``kafkalite serve``: run the broker.
 
     kafkalite [serve] [--config server.properties] [--port N] [--listeners ...]
               [--advertised-listeners ...] [--data-dir DIR] [--memory] [--log-level LEVEL]
               [--override key=value]... [key=value ...]
 
-``serve`` is the default subcommand, so ``python -m kafkalite --config config/server.properties`` works.
+``serve`` is the default command, so ``python -m kafkalite --config config/server.properties`` works.
 Configuration precedence, lowest first: defaults, the ``--config`` file, ``KAFKALITE_*`` environment
-variables, ``key=value`` pairs (positional or ``--override``), then the dedicated flags.
+variables, ``key=value`` pairs (positional or ``--override``), then the dedicated flags. Arguments are
+read with argparse and the listening sockets are bound before the broker is imported, so that clients
+can connect as early as possible; nothing of the other commands (or of their CLI library) is imported.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from collections.abc import Sequence
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, parse_listener
 from kafkalite.broker.limits import raise_open_file_limit
 from kafkalite.broker.listen import bind_listeners
+from kafkalite.broker.logs import FORMATS, configure_logging
 
 __all__ = ["build_config", "main"]
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _SUBCOMMANDS = ("serve",)
 
 
@@ -40,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--memory", action="store_true", help="keep all data in memory (log.storage=memory)")
     serve.add_argument("--log-level", default="INFO", type=str.upper,
                        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    serve.add_argument("--log-format", default="text", choices=FORMATS,
+                       help="text for people (the default), json for one JSON object per line")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="set any config key")
     serve.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="set any config key")
     return parser
@@ -92,7 +96,7 @@ def _with_port(config: BrokerConfig, port: int, rewrite_advertised: bool) -> dic
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    configure_logging(args.log_level, args.log_format)
     try:
         config = build_config(args)
     except (ConfigError, OSError) as exc:
