@@ -24,6 +24,7 @@ import kafkalite.broker.handlers  # noqa: F401  (importing the package registers
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
+from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
@@ -45,6 +46,8 @@ class BrokerServer:
         self.bound: list[Listener] = []  # the listeners with the ports actually bound
         self.connections: set[KafkaConnection] = set()
         self._scratch = ReceiveScratch()  # where every connection's reads land between frames
+        self.quotas = ConnectionQuotas(self._connection_limits)
+        self.budget = RequestBudget(config.get_int("queued.max.requests"), config.get_int("queued.max.request.bytes"))
         self._servers: list[asyncio.AbstractServer] = []
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
@@ -86,9 +89,18 @@ class BrokerServer:
 
     def _new_connection(self) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
+        config = self.config
         return KafkaConnection(self.cluster, connections=self.connections, scratch=self._scratch,
-                               max_request_bytes=self.config.get_int("socket.request.max.bytes"),
-                               idle_ms=self.config.get_int("connections.max.idle.ms"))
+                               max_request_bytes=config.get_int("socket.request.max.bytes"),
+                               idle_ms=config.get_int("connections.max.idle.ms"),
+                               receive_timeout_ms=config.get_int("socket.request.receive.timeout.ms"),
+                               quotas=self.quotas, budget=self.budget)
+
+    def _connection_limits(self) -> tuple[int, int, str]:
+        """max.connections, max.connections.per.ip and its overrides as they are now (they are dynamic)."""
+        config = self.config
+        return (config.get_int("max.connections"), config.get_int("max.connections.per.ip"),
+                config.get_str("max.connections.per.ip.overrides"))
 
     def _schedule_periodic(self, loop: asyncio.AbstractEventLoop, interval: float) -> None:
         cluster = self.cluster

@@ -124,7 +124,7 @@ class Partition:
     """
 
     __slots__ = ("topic_name", "index", "log", "settings", "leader_epoch", "producer_state", "_listeners",
-                 "_active_segment")
+                 "_active_segment", "deleted")
 
     def __init__(self, topic_name: str, index: int, partition_log: PartitionLog, settings: TopicConfig, *,
                  producer_id_expiration_ms: int) -> None:
@@ -133,6 +133,7 @@ class Partition:
         self.log = partition_log
         self.settings = settings
         self.leader_epoch = LEADER_EPOCH
+        self.deleted = False  # its topic was deleted: waiters woken by that must not touch the log
         self._listeners: list[Listener] = []
         self.producer_state = ProducerStateManager(f"{topic_name}-{index}", partition_log.directory)
         self.producer_state.load(partition_log, wall_clock_ms(), producer_id_expiration_ms)
@@ -356,7 +357,10 @@ class Partition:
         return ErrorCode.NONE
 
     def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False) -> ReadInfo:
-        """Stored batches from ``offset`` (raises the log's OffsetOutOfRange when outside the log)."""
+        """Stored batches from ``offset`` (raises the log's OffsetOutOfRange when outside the log, and
+        UNKNOWN_TOPIC_OR_PARTITION once the topic was deleted)."""
+        if self.deleted:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{self} was deleted")
         last_stable = self.last_stable_offset
         upper = last_stable if read_committed else self.high_watermark
         result = self.log.read(offset, max_bytes, min_one_batch=min_one_batch, upper_bound=upper)
@@ -377,7 +381,8 @@ class Partition:
             pass
 
     def close_waiters(self) -> None:
-        """Wake every waiting fetch (the partition is going away)."""
+        """The partition is going away: mark it deleted and wake every waiting fetch."""
+        self.deleted = True
         self._notify(0)
         self._listeners.clear()
 

@@ -109,6 +109,8 @@ async def _flush_then_answer(partitions: list[Partition], response: ProduceRespo
     """
     loop = asyncio.get_running_loop()
     for partition in partitions:
+        if partition.deleted:  # its topic went while an earlier partition's fsync ran
+            continue
         pending = partition.log.prepare_flush()
         if pending is not None:
             await loop.run_in_executor(None, pending.run)

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["client_host", "GroupCoordinator", "GroupDescription", "ListedGroup", "MemberDescription",
            "PartitionOffset", "OffsetToCommit"]
 
+_LONG_MAX = 2**63 - 1
+
 log = logging.getLogger("kafkalite.groups")
 
 
@@ -313,8 +315,10 @@ class GroupCoordinator:
                 errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 errors[key] = ErrorCode.NONE
-                accepted[key] = OffsetAndMetadata(item.offset, item.leader_epoch, metadata, now_ms,
-                                                  now_ms + retention_ms if retention_ms >= 0 else None)
+                # A retention time so long that the expiry would not fit a signed 64-bit timestamp
+                # never expires (Kafka's long arithmetic would wrap it to the past instead).
+                expire = min(now_ms + retention_ms, _LONG_MAX) if retention_ms >= 0 else None
+                accepted[key] = OffsetAndMetadata(item.offset, item.leader_epoch, metadata, now_ms, expire)
         return accepted, errors
 
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,

@@ -12,7 +12,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
@@ -22,7 +22,8 @@ from kafkalite.broker.core.log.segment import (
     LogSegment,
 )
 from kafkalite.protocol.errors import ErrorCode, KafkaError
-from kafkalite.protocol.records import RecordBatch
+from kafkalite.protocol.exceptions import CorruptRecordError
+from kafkalite.protocol.records import Record, RecordBatch
 
 log = logging.getLogger("kafkalite.log")
 
@@ -219,6 +220,17 @@ class PartitionLog(Protocol):
     def delete(self) -> None: ...
 
 
+def _stored_records(batch: RecordBatch, name: str) -> Iterator[Record]:
+    """The records of a stored batch. A batch is stored without decoding its records, so a client
+    may have stored one whose compressed records do not decode: that is CORRUPT_MESSAGE for whoever
+    asks, not a broker failure."""
+    try:
+        yield from batch.records()
+    except CorruptRecordError as exc:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                         f"the batch at offset {batch.base_offset} of {name} does not decode: {exc}") from None
+
+
 # --------------------------------------------------------------------------------------------------
 # The logic both engines share
 
@@ -397,7 +409,7 @@ class SegmentedLog(ABC):
             for batch in segment.batches_near_timestamp(timestamp_ms, start_offset):
                 if batch.max_timestamp < timestamp_ms or batch.last_offset < start_offset:
                     continue
-                for record in batch.records():
+                for record in _stored_records(batch, self.name):
                     if record.offset >= start_offset and record.timestamp >= timestamp_ms:
                         return record.offset, record.timestamp
         return None
@@ -413,7 +425,7 @@ class SegmentedLog(ABC):
             return None
         batch = next(best.batches_from(best.offset_of_max_timestamp), None)
         if batch is not None:
-            for record in batch.records():
+            for record in _stored_records(batch, self.name):
                 if record.timestamp == best.max_timestamp:
                     return record.offset, record.timestamp
         return best.offset_of_max_timestamp, best.max_timestamp
