@@ -4,10 +4,12 @@
 (port 0 picks a free port), tells the cluster its advertised endpoints with the ports actually bound,
 logs one "listening on ..." line and starts the periodic timer (``Cluster.periodic``, every
 second or as the retention settings ask) that drives time-based rolls and flushes, group and
-transaction timers, and retention on Kafka's schedule. ``stop`` stops accepting, gives in-flight
-requests a bounded time to finish, closes the connections and closes the cluster cleanly (which
-writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT
-for a clean stop, exit status.
+transaction timers, and retention on Kafka's schedule. The log room's blocking file work (fsyncs,
+checkpoints, producer state snapshots, removing deleted partitions) runs on one I/O thread, in order,
+and comes back to the loop to change state. ``stop`` stops accepting, gives in-flight requests a
+bounded time to finish, closes the connections, waits for the file work in flight and closes the
+cluster cleanly (which writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop
+(uvloop), SIGTERM/SIGINT for a clean stop, exit status.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import logging
 import signal
 import socket
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING
 
 import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
@@ -51,6 +56,8 @@ class BrokerServer:
         self._servers: list[asyncio.AbstractServer] = []
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        self._io: ThreadPoolExecutor | None = None  # the I/O thread of the log room's blocking file work
+        self._io_jobs: set[asyncio.Future[None]] = set()
 
     async def start(self) -> None:
         from kafkalite.broker.core.cluster import Cluster, Endpoint
@@ -65,6 +72,7 @@ class BrokerServer:
         cluster.open()
         self.cluster = cluster
         loop = asyncio.get_running_loop()
+        cluster.log_manager.background.runner = partial(self._run_in_io_thread, loop)
         try:
             bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
             self._sockets = None
@@ -86,6 +94,24 @@ class BrokerServer:
             line += f" (advertised as {advertised_line})"
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
+
+    def _run_in_io_thread(self, loop: asyncio.AbstractEventLoop, work: Callable[[], None],
+                          then: Callable[[BaseException | None], None]) -> None:
+        """The log room's blocking file work (fsyncs, checkpoints, snapshots, removing files) runs on one
+        I/O thread, in the order it was submitted; what follows it runs back on the loop."""
+        if self._io is None:
+            self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkalite-io")
+        future = loop.run_in_executor(self._io, work)
+        self._io_jobs.add(future)
+
+        def done(finished: asyncio.Future[None]) -> None:
+            self._io_jobs.discard(finished)
+            try:
+                then(None if finished.cancelled() else finished.exception())
+            except Exception:
+                log.exception("applying background file work failed")
+
+        future.add_done_callback(done)
 
     def _new_connection(self) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
@@ -138,8 +164,13 @@ class BrokerServer:
                 pass
         for connection in list(self.connections):
             connection.abort()
+        while self._io_jobs:  # fsyncs and checkpoints in flight finish before the logs close
+            await asyncio.wait(list(self._io_jobs))
         if self.cluster is not None:
+            self.cluster.log_manager.background.runner = None
             self.cluster.close(clean=True)
+        if self._io is not None:
+            self._io.shutdown(wait=True)
         log.info("stopped")
 
 

@@ -52,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkalite.broker.config import TOPIC_KEYS, TopicConfig
+from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.partition_log import PartitionLog, wall_clock_ms
 from kafkalite.broker.core.log.producer_state import ProducerStateManager
 from kafkalite.broker.core.log.txn_index import AbortedTxn
@@ -124,16 +125,17 @@ class Partition:
     """
 
     __slots__ = ("topic_name", "index", "log", "settings", "leader_epoch", "producer_state", "_listeners",
-                 "_active_segment", "deleted")
+                 "_active_segment", "deleted", "background")
 
     def __init__(self, topic_name: str, index: int, partition_log: PartitionLog, settings: TopicConfig, *,
-                 producer_id_expiration_ms: int) -> None:
+                 producer_id_expiration_ms: int, background: Background | None = None) -> None:
         self.topic_name = topic_name
         self.index = index
         self.log = partition_log
         self.settings = settings
         self.leader_epoch = LEADER_EPOCH
         self.deleted = False  # its topic was deleted: waiters woken by that must not touch the log
+        self.background = background  # where producer state snapshots are written (None: at once)
         self._listeners: list[Listener] = []
         self.producer_state = ProducerStateManager(f"{topic_name}-{index}", partition_log.directory)
         self.producer_state.load(partition_log, wall_clock_ms(), producer_id_expiration_ms)
@@ -277,12 +279,25 @@ class Partition:
         return result.base_offset
 
     def _on_roll(self, segment_base_offset: int) -> None:
-        """The log rolled: snapshot the producer state, so a restart replays at most one segment."""
+        """The log rolled: snapshot the producer state, so a restart replays at most one segment. The
+        snapshot is taken now and written off the event loop."""
         self._active_segment = segment_base_offset
-        try:
-            self.producer_state.take_snapshot(self.log.log_end_offset)
-        except OSError as exc:
-            log.warning("%s: could not write a producer state snapshot: %s", self, exc)
+        pending = self.producer_state.prepare_snapshot(self.log.log_end_offset)
+        if pending is None:
+            return
+
+        def written(exc: BaseException | None) -> None:
+            if exc is not None:
+                self.producer_state.snapshot_failed(pending)
+                log.warning("%s: could not write a producer state snapshot: %s", self, exc)
+
+        if self.background is None:
+            try:
+                pending.run()
+            except OSError as exc:
+                written(exc)
+        else:
+            self.background.submit(pending.run, written)
 
     # producer state housekeeping --------------------------------------------------------------
     def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:

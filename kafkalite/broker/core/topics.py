@@ -264,7 +264,8 @@ class TopicManager:
         if partition_log is None:
             partition_log = self.log_manager.create_log(topic.name, index, topic.topic_id, log_config(topic.settings))
         partition = Partition(topic.name, index, partition_log, topic.settings,
-                              producer_id_expiration_ms=self.config.get_int("producer.id.expiration.ms"))
+                              producer_id_expiration_ms=self.config.get_int("producer.id.expiration.ms"),
+                              background=self.log_manager.background)
         topic.partitions.append(partition)
         return partition
 

@@ -30,11 +30,13 @@ import os
 import shutil
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Final
 
+from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.files import FileHandle, OpenFiles
 from kafkalite.broker.core.log.index import IndexCorrupt, OffsetIndex, TimeIndex, write_all
 from kafkalite.broker.core.log.partition_log import LogConfig, SegmentedLog, wall_clock_ms
@@ -142,7 +144,8 @@ class FileSegment(LogSegment):
         self.first_append_ms = now_ms if self.size else None
         self.last_modified_ms = now_ms if create else int(stat.st_mtime * 1000)
         self._bytes_since_index_entry = 0
-        self._log_dirty = create
+        self._log_writes = 1 if create else 0  # writes to the .log file, and how many of them an fsync covered
+        self._log_synced = 0
         if create:
             # Empty index files exist from the start, as in Kafka.
             self.offset_index.replace([])
@@ -230,7 +233,7 @@ class FileSegment(LogSegment):
         if truncated:
             os.ftruncate(self._file.descriptor(), valid)
             self.size = valid
-            self._log_dirty = True
+            self._log_writes += 1
         if self.max_timestamp >= 0 and (not time_entries or self.max_timestamp > time_entries[-1][0]):
             time_entries.append((self.max_timestamp, self.offset_of_max_timestamp - self.base_offset))
         self.offset_index.replace(offset_entries)
@@ -243,7 +246,7 @@ class FileSegment(LogSegment):
     def append(self, batch: RecordBatch, now_ms: int, index_interval_bytes: int) -> int:
         position = self.size
         write_all(self._file.descriptor(), batch.buffer)
-        self._log_dirty = True
+        self._log_writes += 1
         self._note_append(batch, now_ms)
         if self._bytes_since_index_entry > index_interval_bytes:
             self.offset_index.append(batch.last_offset - self.base_offset, position)
@@ -347,16 +350,21 @@ class FileSegment(LogSegment):
 
     # --- durability and lifetime -------------------------------------------------------------------
 
-    def sync_handles(self) -> list[int]:
+    def prepare_sync(self) -> tuple[list[int], Callable[[], None] | None]:
         handles = []
-        if self._log_dirty:
+        writes = self._log_writes
+        unsynced = writes > self._log_synced
+        if unsynced:
             handles.append(self._file.duplicate())
-            self._log_dirty = False
         for index in (self.offset_index, self.time_index):
             handle = index.sync_handle()
             if handle is not None:
                 handles.append(handle)
-        return handles
+        return handles, partial(self._note_synced, writes) if unsynced else None
+
+    def _note_synced(self, writes: int) -> None:
+        if writes > self._log_synced:
+            self._log_synced = writes
 
     def close(self) -> None:
         self.offset_index.close()
@@ -380,7 +388,9 @@ class DiskLog(SegmentedLog):
         super().__init__(directory.name, config, now_ms)
         self.directory = directory
         self._files = files if files is not None else OpenFiles(None)
-        self._directory_dirty = True
+        self._directory_changes = 1  # new or removed files, and how many of them an fsync of the directory covered
+        self._directory_synced = 0
+        self.background: Background | None = None  # where removing a deleted partition's files runs
 
     @classmethod
     def create(cls, directory: Path, config: LogConfig, now_ms: int | None = None,
@@ -483,25 +493,35 @@ class DiskLog(SegmentedLog):
         return sorted(bases)
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
-        self._directory_dirty = True
+        self._directory_changes += 1
         return FileSegment(self.directory, base_offset, now_ms, create=True, files=self._files)
 
-    def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
-        handles = super()._sync_handles(segments)
-        if self._directory_dirty:  # new segment files must survive in the directory too
+    def _sync_handles(self, segments: list[LogSegment]) -> tuple[list[int], list[Callable[[], None]]]:
+        handles, synced = super()._sync_handles(segments)
+        changes = self._directory_changes
+        if changes > self._directory_synced:  # new segment files must survive in the directory too
             handles.append(os.open(self.directory, os.O_RDONLY))
-            self._directory_dirty = False
-        return handles
+            synced.append(partial(self._note_directory_synced, changes))
+        return handles, synced
+
+    def _note_directory_synced(self, changes: int) -> None:
+        if changes > self._directory_synced:
+            self._directory_synced = changes
 
     def delete(self) -> None:
-        """Close and remove the partition directory (renamed to a ``-delete`` name first, as Kafka does)."""
+        """Close and remove the partition directory: renamed to a ``-delete`` name at once, as Kafka
+        does (a restart finishes removing such directories), then removed in the background."""
         self.close()
         doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}-delete")
         try:
             self.directory.rename(doomed)
         except FileNotFoundError:
             return
-        shutil.rmtree(doomed, ignore_errors=True)
+        remove = partial(shutil.rmtree, doomed, ignore_errors=True)
+        if self.background is None:
+            remove()
+        else:
+            self.background.submit(remove)
 
 
 def _delete_segment_files(directory: Path, base_offset: int) -> None:

@@ -158,14 +158,19 @@ class ReadResult:
 
 
 class PendingFlush:
-    """Fsyncs decided on the event loop, to run anywhere: it owns duplicate file descriptors only."""
+    """Fsyncs decided on the event loop, to run anywhere: it owns duplicate file descriptors only.
 
-    __slots__ = ("handles", "messages", "target")
+    ``synced`` is called back on the loop (by ``complete_flush``) once ``run`` returned: it tells each
+    segment which of its writes are now durable."""
 
-    def __init__(self, target: int, messages: int, handles: list[int]) -> None:
+    __slots__ = ("handles", "messages", "synced", "target")
+
+    def __init__(self, target: int, messages: int, handles: list[int],
+                 synced: list[Callable[[], None]] | None = None) -> None:
         self.target = target  # the recovery point once these files are durable
         self.messages = messages  # appended records this flush covers (for flush.messages)
         self.handles = handles
+        self.synced = synced or []
 
     def run(self) -> None:
         """Fsync and close every descriptor. Thread-safe; call once."""
@@ -183,6 +188,7 @@ class PartitionLog(Protocol):
 
     config: LogConfig
     on_change: Callable[[], None] | None  # told of every append, roll, flush and deletion (the log manager)
+    on_flush_due: Callable[[], None] | None  # told when flush.messages asks for a flush (the log manager)
 
     @property
     def directory(self) -> Path | None:
@@ -251,6 +257,7 @@ class SegmentedLog(ABC):
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
         self.on_change: Callable[[], None] | None = None
+        self.on_flush_due: Callable[[], None] | None = None
 
     # --- subclass hooks ----------------------------------------------------------------------------
 
@@ -258,9 +265,17 @@ class SegmentedLog(ABC):
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         """Create an empty segment at ``base_offset``."""
 
-    def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
-        """Descriptors to fsync so that ``segments`` are durable (see :meth:`LogSegment.sync_handles`)."""
-        return [handle for segment in segments for handle in segment.sync_handles()]
+    def _sync_handles(self, segments: list[LogSegment]) -> tuple[list[int], list[Callable[[], None]]]:
+        """Descriptors to fsync so that ``segments`` are durable, and what to call once they are (see
+        :meth:`LogSegment.prepare_sync`)."""
+        handles: list[int] = []
+        synced: list[Callable[[], None]] = []
+        for segment in segments:
+            more, done = segment.prepare_sync()
+            handles += more
+            if done is not None:
+                synced.append(done)
+        return handles, synced
 
     # --- state -------------------------------------------------------------------------------------
 
@@ -321,7 +336,10 @@ class SegmentedLog(ABC):
         self._unflushed_messages += max(record_batch.records_count, 1)
         flush_messages = self.config.flush_messages
         if flush_messages is not None and self._unflushed_messages >= flush_messages:
-            self.flush(now_ms)
+            if self.on_flush_due is not None:
+                self.on_flush_due()  # the log manager fsyncs off the loop, at once
+            else:
+                self.flush(now_ms)
         if self.on_change is not None:
             self.on_change()
         return AppendResult(base_offset, record_batch.last_offset, active.base_offset, position)
@@ -536,11 +554,15 @@ class SegmentedLog(ABC):
         if target <= self._recovery_point:
             return None
         first = self._segment_index_for(self._recovery_point)
-        handles = self._sync_handles([segment for segment in self._segments[first:] if segment.base_offset < target])
-        return PendingFlush(target, self._unflushed_messages if target == self.log_end_offset else 0, handles)
+        handles, synced = self._sync_handles([segment for segment in self._segments[first:]
+                                              if segment.base_offset < target])
+        return PendingFlush(target, self._unflushed_messages if target == self.log_end_offset else 0, handles,
+                            synced)
 
     def complete_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None:
         """After :meth:`PendingFlush.run` returned: move the recovery point (on the event loop)."""
+        for synced in pending.synced:
+            synced()
         self._recovery_point = max(self._recovery_point, pending.target)
         self._unflushed_messages = max(self._unflushed_messages - pending.messages, 0)
         self._last_flush_ms = wall_clock_ms() if now_ms is None else now_ms
@@ -553,7 +575,8 @@ class SegmentedLog(ABC):
         self._segments[-1].on_roll()
         if flush:
             first = self._segment_index_for(self._recovery_point)
-            PendingFlush(self.log_end_offset, 0, self._sync_handles(self._segments[first:])).run()
+            handles, _ = self._sync_handles(self._segments[first:])
+            PendingFlush(self.log_end_offset, 0, handles).run()
             self._recovery_point = self.log_end_offset
             self._unflushed_messages = 0
         for segment in self._segments:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -91,10 +91,12 @@ class LogSegment(ABC):
     def on_roll(self) -> None:
         """Called when the segment stops being the active one."""
 
-    def sync_handles(self) -> list[int]:
-        """New file descriptors (dups) for every file written since the last call, for the caller to
-        fsync and close, possibly on another thread; memory segments have none."""
-        return []
+    def prepare_sync(self) -> tuple[list[int], Callable[[], None] | None]:
+        """New file descriptors (dups) of every file written since the last *completed* fsync, for the
+        caller to fsync and close, possibly on another thread, and what to call (on the loop) once they
+        are fsynced; memory segments have none. A file whose fsync is still running is handed out
+        again, so a second flush never answers before the bytes it covers are durable."""
+        return [], None
 
     def close(self) -> None:
         """Release files (no-op for memory)."""

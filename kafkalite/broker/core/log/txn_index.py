@@ -148,16 +148,17 @@ class AbortedTransactionIndex:
 
     def sync(self) -> None:
         """Fsync the files appended to since the last sync."""
-        for path in list(self._unsynced):
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        sync_files(self.take_unsynced())
+
+    def take_unsynced(self) -> list[Path]:
+        """The files appended to since the last call, for the caller to fsync (``sync_files``)."""
+        unsynced = sorted(self._unsynced)
         self._unsynced.clear()
+        return unsynced
+
+    def restore_unsynced(self, paths: Sequence[Path]) -> None:
+        """Files handed out by ``take_unsynced`` whose fsync failed: they still need one."""
+        self._unsynced.update(paths)
 
     # --- reading -----------------------------------------------------------------------------------
 
@@ -172,6 +173,19 @@ class AbortedTransactionIndex:
             if entry.last_stable_offset >= upper_bound:
                 break
         return found
+
+
+def sync_files(paths: Sequence[Path]) -> None:
+    """Fsync each file that still exists (blocks; run it off the event loop where it matters)."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _rewrite(path: Path, entries: list[AbortedTxn]) -> None:
