@@ -123,6 +123,9 @@ def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: boo
         except OffsetOutOfRange:
             results.append(_Result(item, ErrorCode.OFFSET_OUT_OF_RANGE, None))
             continue
+        except OSError:  # a segment file that cannot be read (or reopened)
+            results.append(_Result(item, ErrorCode.KAFKA_STORAGE_ERROR, None))
+            continue
         if read.size:
             min_one_batch = False
             remaining = max(0, remaining - read.size)

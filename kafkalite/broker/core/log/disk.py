@@ -146,10 +146,14 @@ class FileSegment(LogSegment):
         self._bytes_since_index_entry = 0
         self._log_writes = 1 if create else 0  # writes to the .log file, and how many of them an fsync covered
         self._log_synced = 0
+        self.torn = False  # a failed write could not be cut back: the file ends in a partial batch
         if create:
-            # Empty index files exist from the start, as in Kafka.
-            self.offset_index.replace([])
-            self.time_index.replace([])
+            try:  # empty index files exist from the start, as in Kafka
+                self.offset_index.replace([])
+                self.time_index.replace([])
+            except OSError:
+                self.close()
+                raise
 
     # --- loading -----------------------------------------------------------------------------------
 
@@ -244,13 +248,28 @@ class FileSegment(LogSegment):
     # --- appending ---------------------------------------------------------------------------------
 
     def append(self, batch: RecordBatch, now_ms: int, index_interval_bytes: int) -> int:
+        """Write the batch at the end. If the write fails (a full disk, a file size limit, a read-only
+        file system), the file is cut back to where it ended, so nothing of the batch stays, and the
+        OSError raised; if the cut fails too, ``torn`` is set and the log takes no more appends. An
+        index entry that cannot be written is skipped (the index is sparse anyway)."""
         position = self.size
-        write_all(self._file.descriptor(), batch.buffer)
+        try:
+            write_all(self._file.descriptor(), batch.buffer)
+        except OSError:
+            self._log_writes += 1
+            try:
+                os.ftruncate(self._file.descriptor(), position)
+            except OSError:
+                self.torn = True
+            raise
         self._log_writes += 1
         self._note_append(batch, now_ms)
         if self._bytes_since_index_entry > index_interval_bytes:
-            self.offset_index.append(batch.last_offset - self.base_offset, position)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+            try:
+                self.offset_index.append(batch.last_offset - self.base_offset, position)
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+            except OSError as exc:
+                log.warning("%s: an index entry could not be written (skipped): %s", self.log_path, exc)
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += batch.size
         return position
@@ -262,7 +281,10 @@ class FileSegment(LogSegment):
 
     def on_roll(self) -> None:
         """Kafka's onBecomeInactiveSegment: the final time index entry, then stop writing indexes."""
-        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+        try:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+        except OSError as exc:  # lookups near the end scan a little more; a rebuild restores it
+            log.warning("%s: the final time index entry could not be written: %s", self.log_path, exc)
         self.offset_index.close()
         self.time_index.close()
 
@@ -494,7 +516,15 @@ class DiskLog(SegmentedLog):
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         self._directory_changes += 1
-        return FileSegment(self.directory, base_offset, now_ms, create=True, files=self._files)
+        try:
+            return FileSegment(self.directory, base_offset, now_ms, create=True, files=self._files)
+        except OSError:  # no room, or no right, for the new files: leave none behind
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                try:
+                    (self.directory / segment_file_name(base_offset, suffix)).unlink(missing_ok=True)
+                except OSError:
+                    pass
+            raise
 
     def _sync_handles(self, segments: list[LogSegment]) -> tuple[list[int], list[Callable[[], None]]]:
         handles, synced = super()._sync_handles(segments)

@@ -7,6 +7,7 @@ subclasses of :class:`SegmentedLog`.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import time
@@ -258,6 +259,8 @@ class SegmentedLog(ABC):
         self._last_flush_ms = now_ms
         self.on_change: Callable[[], None] | None = None
         self.on_flush_due: Callable[[], None] | None = None
+        self._failing = False  # the last append failed (logged once)
+        self._offline: str | None = None  # why appends are refused until a restart (a write not undone)
 
     # --- subclass hooks ----------------------------------------------------------------------------
 
@@ -328,11 +331,20 @@ class SegmentedLog(ABC):
             raise RecordBatchTooLarge(
                 f"batch of {record_batch.size} bytes is larger than segment.bytes={self.config.segment_bytes}"
             )
+        if self._offline is not None:
+            raise OSError(errno.EIO, f"{self.name} takes no appends until the broker restarts: {self._offline}")
         base_offset = self.log_end_offset
         record_batch.set_base_offset(base_offset)
-        self._roll_before_append(record_batch, now_ms)
-        active = self._segments[-1]
-        position = active.append(record_batch, now_ms, self.config.index_interval_bytes)
+        try:
+            self._roll_before_append(record_batch, now_ms)
+            active = self._segments[-1]
+            position = active.append(record_batch, now_ms, self.config.index_interval_bytes)
+        except OSError as exc:
+            self._append_failed(exc)
+            raise
+        if self._failing:
+            self._failing = False
+            log.info("%s: appends work again", self.name)
         self._unflushed_messages += max(record_batch.records_count, 1)
         flush_messages = self.config.flush_messages
         if flush_messages is not None and self._unflushed_messages >= flush_messages:
@@ -343,6 +355,17 @@ class SegmentedLog(ABC):
         if self.on_change is not None:
             self.on_change()
         return AppendResult(base_offset, record_batch.last_offset, active.base_offset, position)
+
+    def _append_failed(self, exc: OSError) -> None:
+        """An append failed and left the log as it was (or, if the segment could not be cut back,
+        ``torn``: then the log goes offline for appends). Logged once until appends work again."""
+        if self._segments[-1].torn:
+            self._offline = f"a failed write could not be undone ({exc})"
+            log.error("%s: %s; appends are refused until a restart recovers the log", self.name, self._offline)
+            return
+        if not self._failing:
+            self._failing = True
+            log.warning("%s: cannot append (answering KAFKA_STORAGE_ERROR until it can): %s", self.name, exc)
 
     def _roll_before_append(self, batch: RecordBatch, now_ms: int) -> None:
         active = self._segments[-1]
@@ -384,8 +407,9 @@ class SegmentedLog(ABC):
         active = self._segments[-1]
         if active.size == 0:
             return
+        new_segment = self._new_segment(active.next_offset, now_ms)  # first: if it fails, nothing changed
         active.on_roll()
-        self._add_segment(self._new_segment(active.next_offset, now_ms))
+        self._add_segment(new_segment)
         log.debug("Rolled %s at offset %d", self.name, active.next_offset)
         if self.on_change is not None:
             self.on_change()

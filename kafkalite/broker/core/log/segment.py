@@ -64,6 +64,7 @@ class LogSegment(ABC):
     offset_of_max_timestamp: int
     first_append_ms: int | None
     last_modified_ms: int
+    torn: bool = False  # a failed append could not be undone: the segment ends in a partial batch
 
     @abstractmethod
     def append(self, batch: RecordBatch, now_ms: int, index_interval_bytes: int) -> int:
