@@ -39,6 +39,7 @@ __all__ = ["BrokerServer", "run"]
 log = logging.getLogger("kafkalite.server")
 
 STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
+CLEANER_OFF_CHECK_S = 5.0  # while compaction is turned off, how often to look whether it was turned on
 
 
 class BrokerServer:
@@ -55,6 +56,7 @@ class BrokerServer:
         self.budget = RequestBudget(config.get_int("queued.max.requests"), config.get_int("queued.max.request.bytes"))
         self._servers: list[asyncio.AbstractServer] = []
         self._timer: asyncio.TimerHandle | None = None
+        self._cleaner_timer: asyncio.TimerHandle | None = None
         self._stopped = False
         self._io: ThreadPoolExecutor | None = None  # the I/O thread of the log room's blocking file work
         self._io_jobs: set[asyncio.Future[None]] = set()
@@ -94,6 +96,7 @@ class BrokerServer:
             line += f" (advertised as {advertised_line})"
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
+        self._schedule_cleaner(loop)
 
     def _run_in_io_thread(self, loop: asyncio.AbstractEventLoop, work: Callable[[], None],
                           then: Callable[[BaseException | None], None]) -> None:
@@ -142,6 +145,24 @@ class BrokerServer:
 
         self._timer = loop.call_later(interval, tick)
 
+    def _schedule_cleaner(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Log compaction in slices of a few milliseconds: each slice is a timer callback, so the loop
+        serves every ready connection between two of them."""
+        cluster = self.cluster
+        assert cluster is not None
+
+        def clean() -> None:
+            delay: float | None = CLEANER_OFF_CHECK_S
+            try:
+                delay = cluster.log_cleaner.run_slice(int(time.time() * 1000))
+            except Exception:
+                log.exception("log cleaning failed")
+                cluster.log_cleaner.stop()
+            if not self._stopped:
+                self._cleaner_timer = loop.call_later(CLEANER_OFF_CHECK_S if delay is None else delay, clean)
+
+        self._cleaner_timer = loop.call_later(0, clean)
+
     async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stop accepting, let in-flight requests finish (at most ``grace_s``), close everything."""
         if self._stopped:
@@ -149,6 +170,10 @@ class BrokerServer:
         self._stopped = True
         if self._timer is not None:
             self._timer.cancel()
+        if self._cleaner_timer is not None:
+            self._cleaner_timer.cancel()
+        if self.cluster is not None:
+            self.cluster.log_cleaner.stop()
         for server in self._servers:
             server.close()
         connections = list(self.connections)

@@ -208,7 +208,7 @@ def listener_base_key(name: str) -> tuple[str, str] | None:
 NO_JITTER = "segments roll at segment.ms exactly, without jitter"
 CHECKPOINTS = "the periodic task writes the checkpoints whenever a recovery point or log start offset moved"
 NO_PREALLOCATION = "segment files grow as they are written"
-NO_COMPACTION = "nothing compacts logs yet: a compacted topic keeps every record"
+CLEANER_IO = "segments are read in blocks of 64 KiB to 8 MiB, as large as their batches need"
 NO_DOWNCONVERSION = "Fetch v0-3 are not served, so nothing is ever down-converted"
 ONE_REPLICA = "a single node holds the only replica"
 LOCAL_COMMIT = "an offset commit is a local append, answered as soon as it is written"

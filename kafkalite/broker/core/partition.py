@@ -25,8 +25,9 @@ to send a wrong one leave it unset (0 or -1 under records without a timestamp, a
 does; a value below the first timestamp, as Sarama did), and those batches are walked and their
 header corrected. The records are also walked when ``message.timestamp.before.max.ms`` is set
 (the smallest timestamp is not in the header), and decoded in full only to rebuild a batch whose
-codec is not the topic's ``compression.type``, or to name the records a timestamp check
-refused (``RecordValidationError``, which Produce v8+ reports per record as Kafka does).
+codec is not the topic's ``compression.type``, to name the records a timestamp check
+refused (``RecordValidationError``, which Produce v8+ reports per record as Kafka does), or, on a
+compacted topic, to refuse records without a key (INVALID_RECORD, as Kafka's validator does).
 
 Batches with a producer id go through the partition's ``ProducerStateManager`` (see
 ``kafkalite.broker.core.log.producer_state``): before the append, a duplicate of one of the producer's last five
@@ -226,6 +227,8 @@ class Partition:
             raise _refuse_records(batch, lambda record: (
                 f"Invalid timestamp type in message {_describe(record)}. Producer should not set timestamp "
                 "type to LogAppendTime."))
+        if "compact" in settings.cleanup_policy:
+            self._require_keys(batch)
         max_timestamp = NO_TIMESTAMP if log_append else self._create_time_max_timestamp(batch, now_ms, settings)
         target = settings.compression_type
         if target != "producer" and _TOPIC_CODECS.get(target, batch.compression) != batch.compression:
@@ -237,6 +240,20 @@ class Partition:
             batch.set_max_timestamp(TimestampType.CREATE_TIME, max_timestamp)
         base_offset = self._append(batch, now_ms)
         return AppendInfo(base_offset, now_ms if log_append else -1, self.log.log_start_offset)
+
+    def _require_keys(self, batch: RecordBatch) -> None:
+        """Kafka's LogValidator on a compacted topic: every record needs a key (the cleaner keeps the
+        latest record per key, and has nothing to keep a keyless one by). Reads the records."""
+        message = f"Compacted topic cannot accept message without key in topic partition {self}."
+        try:
+            refused = [(index, message) for index, record in enumerate(batch.records()) if record.key is None]
+        except CorruptRecordError as exc:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if refused:
+            shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in refused[:3])
+            raise RecordValidationError(
+                ErrorCode.INVALID_RECORD, f"One or more records have been rejected due to {len(refused)} record "
+                f"errors in total, and only showing the first three errors at most: [{shown}]", refused)
 
     def append_internal(self, data: bytearray, now_ms: int) -> int:
         """Append a batch the broker built itself (coordinator records, possibly transactional)."""

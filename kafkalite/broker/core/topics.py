@@ -62,6 +62,10 @@ def log_config(settings: TopicConfig) -> LogConfig:
         flush_ms=None if settings.flush_ms == LONG_MAX else settings.flush_ms,
         cleanup_policy=",".join(settings.cleanup_policy),
         file_delete_delay_ms=settings.file_delete_delay_ms,
+        delete_retention_ms=settings.delete_retention_ms,
+        min_compaction_lag_ms=settings.min_compaction_lag_ms,
+        max_compaction_lag_ms=settings.max_compaction_lag_ms,
+        min_cleanable_dirty_ratio=settings.min_cleanable_dirty_ratio,
     )
 
 

@@ -30,7 +30,7 @@ import os
 import shutil
 import struct
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -41,9 +41,11 @@ from kafkalite.broker.core.log.files import FileHandle, OpenFiles
 from kafkalite.broker.core.log.index import IndexCorrupt, OffsetIndex, TimeIndex, write_all
 from kafkalite.broker.core.log.partition_log import LogConfig, SegmentedLog, wall_clock_ms
 from kafkalite.broker.core.log.segment import (
+    CLEANED_SUFFIX,
     INDEX_SUFFIX,
     INT32_MAX,
     LOG_SUFFIX,
+    SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     LogSegment,
     SegmentRead,
@@ -124,18 +126,21 @@ class FileSegment(LogSegment):
     """
 
     def __init__(self, directory: Path, base_offset: int, now_ms: int, *, create: bool,
-                 files: OpenFiles | None = None) -> None:
+                 files: OpenFiles | None = None, staging: str = "") -> None:
+        """``staging``: a suffix after each file's name (``.cleaned``: a cleaned segment being written)."""
         self.directory = directory
         self.base_offset = base_offset
-        self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
+        self.log_path = directory / (segment_file_name(base_offset, LOG_SUFFIX) + staging)
         files = files if files is not None else OpenFiles(None)
+        index_path = directory / (segment_file_name(base_offset, INDEX_SUFFIX) + staging)
+        time_index_path = directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + staging)
         if create:
-            (directory / segment_file_name(base_offset, INDEX_SUFFIX)).unlink(missing_ok=True)
-            (directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX)).unlink(missing_ok=True)
+            index_path.unlink(missing_ok=True)
+            time_index_path.unlink(missing_ok=True)
         self._file = FileHandle(files, self.log_path, os.O_RDWR | os.O_APPEND,
                                 create_flags=os.O_CREAT | (os.O_TRUNC if create else 0))
-        self.offset_index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX), files)
-        self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), files)
+        self.offset_index = OffsetIndex(index_path, files)
+        self.time_index = TimeIndex(time_index_path, files)
         stat = os.fstat(self._file.descriptor())
         self.size = stat.st_size
         self.next_offset = base_offset
@@ -399,6 +404,12 @@ class FileSegment(LogSegment):
         self.offset_index.delete()
         self.time_index.delete()
 
+    def rename_files(self, log_path: Path, index_path: Path, time_index_path: Path) -> None:
+        """Follow files the caller renamed (a cleaned segment swapped in); open descriptors stay valid."""
+        self.log_path = self._file.path = log_path
+        self.offset_index.rename(index_path)
+        self.time_index.rename(time_index_path)
+
 
 class DiskLog(SegmentedLog):
     """A partition log in ``directory`` (``<data dir>/<topic>-<partition>``), in Kafka's layout.
@@ -498,7 +509,9 @@ class DiskLog(SegmentedLog):
         return disk_log
 
     def _scan_directory(self) -> list[int]:
-        """Base offsets of the ``.log`` files; orphan index files are removed."""
+        """Base offsets of the ``.log`` files; orphan index files are removed, and a swap of cleaned
+        segments a crash interrupted is completed (or, before its commit point, discarded)."""
+        self._finish_swaps()
         bases: set[int] = set()
         orphans: list[Path] = []
         for path in self.directory.iterdir():
@@ -513,6 +526,56 @@ class DiskLog(SegmentedLog):
             if int(path.stem) not in bases:
                 path.unlink(missing_ok=True)
         return sorted(bases)
+
+    def _finish_swaps(self) -> None:
+        """Log compaction writes a cleaned group to ``<base>.log.cleaned`` (with ``.index.cleaned`` and
+        ``.timeindex.cleaned``), fsyncs it, and commits by renaming the log to ``<base>.<end>.swap``:
+        then the old segments with base offsets in ``[base, end)`` are removed and the new files
+        renamed into place. Here, at load: a ``.swap`` is finished the same way; ``.cleaned`` files
+        without one are what a crash left of a cleaning never committed, and are removed."""
+        swaps: dict[int, tuple[int, Path]] = {}
+        for path in self.directory.glob("*" + SWAP_SUFFIX):
+            parts = path.name[: -len(SWAP_SUFFIX)].split(".")
+            if len(parts) == 2 and all(len(part) == 20 and part.isdigit() for part in parts):
+                swaps[int(parts[0])] = (int(parts[1]), path)
+        for base_offset, (end_offset, swap) in sorted(swaps.items()):
+            for path in self.directory.iterdir():
+                stem, suffix = path.stem, path.suffix
+                if (suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX) and len(stem) == 20 and stem.isdigit()
+                        and base_offset < int(stem) < end_offset):
+                    path.unlink()
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                cleaned = self.directory / (segment_file_name(base_offset, suffix) + CLEANED_SUFFIX)
+                if cleaned.exists():
+                    os.replace(cleaned, self.directory / segment_file_name(base_offset, suffix))
+            os.replace(swap, self.directory / segment_file_name(base_offset, LOG_SUFFIX))
+            log.info("%s: completed the swap of the cleaned segment at offset %d", self.name, base_offset)
+        for path in self.directory.glob("*" + CLEANED_SUFFIX):
+            path.unlink()
+
+    def new_cleaned_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        return FileSegment(self.directory, base_offset, now_ms, create=True, files=self._files, staging=CLEANED_SUFFIX)
+
+    def _commit_cleaned(self, old: Sequence[LogSegment], new: LogSegment, end_offset: int) -> None:
+        """The swap (see :meth:`_finish_swaps`): its commit point is the rename to ``.swap``. The
+        renames are made durable by an fsync of the directory, off the loop."""
+        assert isinstance(new, FileSegment)
+        base_offset = new.base_offset
+        final = [self.directory / segment_file_name(base_offset, suffix)
+                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)]
+        swap = self.directory / f"{base_offset:020d}.{end_offset:020d}{SWAP_SUFFIX}"
+        os.replace(new.log_path, swap)
+        for segment in old:
+            segment.close()
+        for segment in old[1:]:
+            segment.delete()
+        os.replace(new.offset_index.path, final[1])
+        os.replace(new.time_index.path, final[2])
+        os.replace(swap, final[0])
+        new.rename_files(*final)
+        self._directory_changes += 1
+        if self.background is not None:
+            self.background.submit(partial(_sync_directory, self.directory))
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         self._directory_changes += 1
@@ -552,6 +615,17 @@ class DiskLog(SegmentedLog):
             remove()
         else:
             self.background.submit(remove)
+
+
+def _sync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except FileNotFoundError:  # deleted meanwhile
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _delete_segment_files(directory: Path, base_offset: int) -> None:

@@ -141,6 +141,10 @@ class _SparseIndex:
     def close(self) -> None:
         self._appender.close()
 
+    def rename(self, path: Path) -> None:
+        """The file was renamed to ``path`` (an open descriptor stays valid)."""
+        self.path = self._appender.path = path
+
     def delete(self) -> None:
         self.close()
         self.path.unlink(missing_ok=True)

@@ -59,6 +59,7 @@ from kafkalite.broker.core.log.partition_log import LogConfig, LogError, Partiti
 log = logging.getLogger("kafkalite.log_manager")
 
 __all__ = [
+    "CLEANER_OFFSET_CHECKPOINT",
     "CLEAN_SHUTDOWN_FILE",
     "LOG_START_OFFSET_CHECKPOINT",
     "PARTITION_METADATA",
@@ -74,6 +75,7 @@ TopicPartition = tuple[str, int]
 
 RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT: Final = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 PARTITION_METADATA: Final = "partition.metadata"
 _DELETE_SUFFIX: Final = "-delete"
@@ -112,6 +114,10 @@ class LogManager:
         self.background = Background()
         self._periodic_io_running = False
         self._flush_requested: set[TopicPartition] = set()
+        # Log compaction: each compacted log's first dirty offset (cleaner-offset-checkpoint), and the
+        # directories whose file must be written again.
+        self.cleaner_offsets: dict[TopicPartition, int] = {}
+        self._cleaner_stale: set[Path] = set()
 
     # --- opening -----------------------------------------------------------------------------------
 
@@ -157,6 +163,7 @@ class LogManager:
         clean_shutdown = (root / CLEAN_SHUTDOWN_FILE).exists()
         recovery_points = read_offset_checkpoint(root / RECOVERY_POINT_CHECKPOINT)
         log_start_offsets = read_offset_checkpoint(root / LOG_START_OFFSET_CHECKPOINT)
+        self.cleaner_offsets.update(read_offset_checkpoint(root / CLEANER_OFFSET_CHECKPOINT))
         for directory in sorted(root.iterdir()):
             if not directory.is_dir():
                 continue
@@ -314,6 +321,8 @@ class LogManager:
         if root is not None:
             self._stale_dirs.add(root)
         self._checkpointed_offsets.pop((topic, partition), None)
+        if self.cleaner_offsets.pop((topic, partition), None) is not None and root is not None:
+            self._cleaner_stale.add(root)
         if partition_log is not None:
             partition_log.delete()
         if not self.logs_for_topic(topic):
@@ -473,7 +482,7 @@ class LogManager:
         will reach (the checkpoint is written after them)."""
         targets = targets or {}
         if changed is not None and not force:
-            roots = set(self._stale_dirs)
+            roots = set(self._stale_dirs) | self._cleaner_stale
             for key in changed:
                 partition_log = self.logs.get(key)
                 current = None if partition_log is None else (max(partition_log.recovery_point,
@@ -494,15 +503,31 @@ class LogManager:
             here = [key for key, where in self._dir_of.items() if where == root]
             recovery_points = {key: max(self.logs[key].recovery_point, targets.get(key, -1)) for key in here}
             log_start_offsets = {key: self.logs[key].log_start_offset for key in here}
-            if not force and self._checkpointed.get(root) == (recovery_points, log_start_offsets):
+            cleaner_offsets = {key: self.cleaner_offsets[key] for key in here if key in self.cleaner_offsets}
+            if (not force and root not in self._cleaner_stale
+                    and self._checkpointed.get(root) == (recovery_points, log_start_offsets)):
                 self._stale_dirs.discard(root)
                 continue
-            plan.append(_CheckpointPlan(root, recovery_points, log_start_offsets))
+            plan.append(_CheckpointPlan(root, recovery_points, log_start_offsets, cleaner_offsets,
+                                        bool(cleaner_offsets) or root in self._cleaner_stale))
         return plan
+
+    def set_cleaner_offset(self, topic: str, partition: int, offset: int) -> None:
+        """Log compaction cleaned the log up to ``offset``: its ``cleaner-offset-checkpoint`` entry
+        (written by the next periodic checkpoint)."""
+        key = (topic, partition)
+        if self.cleaner_offsets.get(key) == offset:
+            return
+        self.cleaner_offsets[key] = offset
+        root = self._dir_of.get(key)
+        if root is not None:
+            self._cleaner_stale.add(root)
 
     def _checkpoint_written(self, entry: _CheckpointPlan) -> None:
         self._checkpointed[entry.root] = (entry.recovery_points, entry.log_start_offsets)
         self._stale_dirs.discard(entry.root)
+        if all(self.cleaner_offsets.get(key) == offset for key, offset in entry.cleaner_offsets.items()):
+            self._cleaner_stale.discard(entry.root)
         for key in entry.recovery_points:
             self._checkpointed_offsets[key] = (entry.recovery_points[key], entry.log_start_offsets[key])
 
@@ -571,10 +596,15 @@ class _CheckpointPlan:
     root: Path
     recovery_points: dict[TopicPartition, int]
     log_start_offsets: dict[TopicPartition, int]
+    cleaner_offsets: dict[TopicPartition, int]
+    write_cleaner_offsets: bool  # there are some, or the file lists some that are gone
 
     def files(self) -> list[tuple[str, bytes]]:
-        return [(RECOVERY_POINT_CHECKPOINT, offset_checkpoint_bytes(self.recovery_points)),
-                (LOG_START_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.log_start_offsets))]
+        files = [(RECOVERY_POINT_CHECKPOINT, offset_checkpoint_bytes(self.recovery_points)),
+                 (LOG_START_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.log_start_offsets))]
+        if self.write_cleaner_offsets:
+            files.append((CLEANER_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.cleaner_offsets)))
+        return files
 
 
 def _read_partition_metadata(directory: Path) -> uuid.UUID | None:

@@ -13,7 +13,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
@@ -59,8 +59,9 @@ class LogConfig:
 
     ``retention_ms`` / ``retention_bytes`` of -1 mean unlimited; ``flush_messages`` / ``flush_ms`` of
     None mean never (Kafka's Long.MAX_VALUE). Retention applies only when ``cleanup_policy`` includes
-    ``delete``; ``compact`` is accepted but nothing compacts, so such logs keep everything.
-    ``file_delete_delay_ms`` is accepted and ignored (files go at once).
+    ``delete``; log compaction (``kafkalite.broker.core.log.cleaner``) only when it includes
+    ``compact``, with ``delete_retention_ms``, ``min_compaction_lag_ms``, ``max_compaction_lag_ms``
+    and ``min_cleanable_dirty_ratio``. ``file_delete_delay_ms`` is accepted and ignored (files go at once).
     """
 
     segment_bytes: int = 1024 * 1024 * 1024
@@ -73,6 +74,10 @@ class LogConfig:
     flush_ms: int | None = None
     cleanup_policy: str = "delete"
     file_delete_delay_ms: int = 60_000
+    delete_retention_ms: int = _DAY_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
 
     def __post_init__(self) -> None:
         if not 14 <= self.segment_bytes <= INT32_MAX:
@@ -97,6 +102,19 @@ class LogConfig:
     def deletes(self) -> bool:
         """Whether retention may delete segments (cleanup.policy includes delete)."""
         return "delete" in {part.strip() for part in self.cleanup_policy.split(",")}
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the log cleaner compacts the log (cleanup.policy includes compact)."""
+        return "compact" in {part.strip() for part in self.cleanup_policy.split(",")}
+
+    @property
+    def max_segment_ms(self) -> int:
+        """How long a segment stays active: segment.ms, or max.compaction.lag.ms if shorter on a
+        compacted log (Kafka's LogConfig.maxSegmentMs: the active segment is never cleaned)."""
+        if self.compacts and self.max_compaction_lag_ms > 0:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
 
 
 # --------------------------------------------------------------------------------------------------
@@ -268,6 +286,19 @@ class SegmentedLog(ABC):
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         """Create an empty segment at ``base_offset``."""
 
+    def new_cleaned_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        """An empty segment to write a cleaned group into, not yet part of the log (log compaction)."""
+        return self._new_segment(base_offset, now_ms)
+
+    def discard_cleaned_segment(self, segment: LogSegment) -> None:
+        """Drop a cleaned segment that will not be swapped in."""
+        segment.delete()
+
+    def _commit_cleaned(self, old: Sequence[LogSegment], new: LogSegment, end_offset: int) -> None:
+        """Put ``new`` in place of ``old`` in the engine's storage (offsets ``[old[0].base, end_offset)``)."""
+        for segment in old:
+            segment.delete()
+
     def _sync_handles(self, segments: list[LogSegment]) -> tuple[list[int], list[Callable[[], None]]]:
         """Descriptors to fsync so that ``segments`` are durable, and what to call once they are (see
         :meth:`LogSegment.prepare_sync`)."""
@@ -317,6 +348,36 @@ class SegmentedLog(ABC):
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
+
+    def segments_between(self, start_offset: int, end_offset: int) -> list[LogSegment]:
+        """The segments holding offsets in ``[start_offset, end_offset)``, never the active one."""
+        found = []
+        for index in range(len(self._segments) - 1):
+            segment = self._segments[index]
+            if self._segments[index + 1].base_offset <= start_offset:
+                continue
+            if segment.base_offset >= end_offset:
+                break
+            found.append(segment)
+        return found
+
+    def replace_segments(self, old: Sequence[LogSegment], new: LogSegment) -> bool:
+        """Swap the cleaned segment ``new`` in for the consecutive segments ``old`` (log compaction);
+        False, and nothing changed, when ``old`` are no longer consecutive segments of the log below
+        the active one (retention or DeleteRecords removed some meanwhile)."""
+        if not old:
+            return False
+        first = next((index for index, segment in enumerate(self._segments) if segment is old[0]), None)
+        if first is None or first + len(old) >= len(self._segments):
+            return False
+        if any(self._segments[first + index] is not segment for index, segment in enumerate(old)):
+            return False
+        self._commit_cleaned(old, new, self._segments[first + len(old)].base_offset)
+        self._segments[first:first + len(old)] = [new]
+        self._bases[first:first + len(old)] = [new.base_offset]
+        if self.on_change is not None:
+            self.on_change()
+        return True
 
     def _segment_index_for(self, offset: int) -> int:
         """Index of the segment whose range holds ``offset`` (the last with base <= offset), at least 0."""
@@ -379,7 +440,7 @@ class SegmentedLog(ABC):
             waited = now_ms - (active.first_append_ms if active.first_append_ms is not None else now_ms)
         if (
             active.size + batch.size > config.segment_bytes
-            or waited > config.segment_ms
+            or waited > config.max_segment_ms
             or active.is_index_full(config.segment_index_bytes)
             or batch.last_offset - active.base_offset > INT32_MAX
         ):
@@ -391,7 +452,8 @@ class SegmentedLog(ABC):
         if active.size == 0:
             return False
         first_append_ms = active.first_append_ms if active.first_append_ms is not None else now_ms
-        if now_ms - first_append_ms > self.config.segment_ms or active.is_index_full(self.config.segment_index_bytes):
+        if now_ms - first_append_ms > self.config.max_segment_ms or active.is_index_full(
+                self.config.segment_index_bytes):
             self._roll(now_ms)
             return True
         return False
@@ -401,7 +463,7 @@ class SegmentedLog(ABC):
         active = self._segments[-1]
         if active.size == 0 or active.first_append_ms is None:
             return None
-        return active.first_append_ms + self.config.segment_ms + 1
+        return active.first_append_ms + self.config.max_segment_ms + 1
 
     def _roll(self, now_ms: int) -> None:
         active = self._segments[-1]

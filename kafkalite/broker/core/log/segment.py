@@ -18,14 +18,16 @@ from kafkalite.protocol.records import NO_TIMESTAMP, RecordBatch
 
 log = logging.getLogger("kafkalite.log")
 
-__all__ = ["INDEX_SUFFIX", "INT32_MAX", "LOG_SUFFIX", "TIME_INDEX_SUFFIX", "Buffer", "LogSegment", "SegmentRead",
-           "segment_file_name"]
+__all__ = ["CLEANED_SUFFIX", "INDEX_SUFFIX", "INT32_MAX", "LOG_SUFFIX", "SWAP_SUFFIX", "TIME_INDEX_SUFFIX", "Buffer",
+           "LogSegment", "SegmentRead", "segment_file_name"]
 
 Buffer = bytes | bytearray | memoryview
 
 LOG_SUFFIX: Final = ".log"
 INDEX_SUFFIX: Final = ".index"
 TIME_INDEX_SUFFIX: Final = ".timeindex"
+CLEANED_SUFFIX: Final = ".cleaned"  # after a segment file's name: a cleaned segment being written
+SWAP_SUFFIX: Final = ".swap"  # <base>.<end>.swap: a cleaned segment committed, replacing [base, end)
 
 INT32_MAX: Final = 2**31 - 1
 def segment_file_name(base_offset: int, suffix: str) -> str:

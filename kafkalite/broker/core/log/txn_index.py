@@ -131,6 +131,26 @@ class AbortedTransactionIndex:
             os.close(fd)
         self._unsynced.add(path)
 
+    def forget(self, entries: Sequence[AbortedTxn]) -> None:
+        """Drop entries whose transactions have no record left (log compaction removed them all, and
+        may now remove the ABORT marker too): a read_committed fetch must not be told of an abort
+        whose marker it will never see. Their files are rewritten without them."""
+        doomed = set(entries)
+        if not doomed or not doomed & set(self._entries):
+            return
+        kept = [entry for entry in self._entries if entry not in doomed]
+        self._entries[:] = kept
+        self._last_offsets[:] = [entry.last_offset for entry in kept]
+        if self.directory is None:
+            return
+        for path in sorted(self.directory.glob("*" + TXN_INDEX_SUFFIX)):
+            data = path.read_bytes()
+            stored = [AbortedTxn(*_ENTRY.unpack_from(data, position)[1:])
+                      for position in range(0, len(data) - _ENTRY.size + 1, _ENTRY.size)]
+            if doomed & set(stored):
+                _rewrite(path, [entry for entry in stored if entry not in doomed])
+                self._unsynced.add(path)
+
     def truncate_head(self, log_start_offset: int, segment_bases: Sequence[int]) -> None:
         """Forget entries wholly below the log start offset and delete files of deleted segments."""
         cut = bisect_left(self._last_offsets, log_start_offset)
