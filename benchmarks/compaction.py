@@ -132,8 +132,9 @@ async def create(address: tuple[str, int], name: str, partitions: int, configs: 
     connection.close()
 
 
-def offsets(commits: int, partitions: int, scratch: Path) -> None:
-    configs = {"offsets.topic.num.partitions": partitions, "log.cleaner.backoff.ms": 1000}
+def offsets(commits: int, partitions: int, scratch: Path, cleaner: bool = True) -> None:
+    configs = {"offsets.topic.num.partitions": partitions, "log.cleaner.backoff.ms": 1000,
+               "log.cleaner.enable": "true" if cleaner else "false"}
     broker = BrokerProcess(scratch / "data", configs)
     broker.start()
     try:
@@ -152,7 +153,7 @@ def offsets(commits: int, partitions: int, scratch: Path) -> None:
 
         began = time.perf_counter()
         wait_for(settled, 600, "the cleaner did not settle")
-        cleanings = len(re.findall(r"__consumer_offsets-\d+: cleaned up to", broker.log_text()))
+        cleanings = len(re.findall(r"__consumer_offsets-\d+\): cleaned up to", broker.log_text()))
         print(f"after the cleaner settled ({time.perf_counter() - began:.0f} s, {cleanings} cleanings): "
               f"{offsets_size(broker.data_dir) / 2**20:.2f} MiB, for {GROUPS * TOPIC_PARTITIONS} live keys")
         expected = {group: values for group, values in last.items()}
@@ -252,10 +253,11 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--megabytes", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--no-cleaner", action="store_true", help="offsets: with log.cleaner.enable=false")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         if args.part == "offsets":
-            offsets(args.commits, args.partitions, Path(scratch))
+            offsets(args.commits, args.partitions, Path(scratch), cleaner=not args.no_cleaner)
         else:
             latency(args.megabytes, args.seconds, Path(scratch))
 
