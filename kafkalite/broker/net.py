@@ -8,10 +8,13 @@ and calls ``buffer_updated`` for one connection at a time, and a connection leav
 scratch when ``buffer_updated`` returns, so an idle connection holds no buffer at all. A frame
 complete in the scratch is copied out, and the copy dispatched: handlers keep their request (async
 ones) or views of it (Produce records, until the append) after the call. A frame not complete in the
-scratch gets a bytearray of exactly its size: the part already read is copied in, the rest is
-received straight into it, and it is dispatched as is. So each byte is copied at most once after the
-kernel, and most of a large Produce never. A size prefix split across reads (at most 3 bytes) is
-kept by the connection and put back at the front of the scratch for its next read.
+scratch gets a bytearray of its own: the part already read is copied in, the rest is received
+straight into it, and it is dispatched as is. That buffer grows as the bytes arrive (from
+``SCRATCH_BYTES``, doubling, up to the frame's size; a large bytearray grows in place), so a size
+prefix that promises 100 MiB costs what was actually sent, not what was promised. Each byte is
+copied at most once after the kernel, and most of a large Produce never. A size prefix split across
+reads (at most 3 bytes) is kept by the connection and put back at the front of the scratch for its
+next read.
 
 Dispatch: decode the header, find the handler in the registry, decode the body, call the handler
 with a ``RequestContext``. It answers with a response, None (no response: Produce acks=0) or an
@@ -23,9 +26,19 @@ is logged once with the peer address and closes this connection only; ApiVersion
 version is instead answered in v0 format with UNSUPPORTED_VERSION and the key list, as Kafka does.
 A handler that raises is logged with its traceback and closes the connection.
 
-Back-pressure: reading pauses while ``max_in_flight`` responses are pending or the write buffer is
-above its high-water mark. ``connections.max.idle.ms`` is enforced by a timer that re-arms only when
-it fires (activity just moves a timestamp).
+Back-pressure: a connection stops dispatching, keeps the rest of what it has read (at most one read,
+``SCRATCH_BYTES``) and pauses reading while ``max_in_flight`` requests are unanswered, while its
+write buffer is above its high-water mark (a client that does not read its responses), or while the
+server's ``RequestBudget`` (``queued.max.requests``, ``queued.max.request.bytes``) has no room for a
+new request; it goes on from the kept bytes once the cause is gone. So what a connection holds is
+bounded whatever the client pipelines. ``ConnectionQuotas`` refuses connections over
+``max.connections`` and ``max.connections.per.ip`` when they are made.
+
+Timers: ``connections.max.idle.ms`` closes a connection with nothing received or sent for that long
+and nothing in flight; ``socket.request.receive.timeout.ms`` closes one whose request frame started
+arriving that long ago and is still incomplete (a client that sends part of a frame, or a bare size
+prefix, and stops). One timer per connection serves both; it re-arms only when it fires (activity
+just moves a timestamp) or when a frame starts arriving before it is due.
 """
 
 from __future__ import annotations
@@ -42,7 +55,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
 from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.framing import API_VERSIONS_KEY, encode_response, parse_request
 from kafkalite.protocol.message import Message
@@ -54,7 +68,7 @@ __all__ = ["KafkaConnection", "MAX_IN_FLIGHT", "ReceiveScratch", "SCRATCH_BYTES"
 
 log = logging.getLogger("kafkalite.net")
 
-MAX_IN_FLIGHT = 100  # pending responses on one connection before reading pauses
+MAX_IN_FLIGHT = 100  # unanswered requests on one connection before it stops reading
 SCRATCH_BYTES = 64 * 1024  # what one read between frames may take (one scratch per server)
 _SIZE = struct.Struct(">i")
 _connection_ids = itertools.count(1)
@@ -97,25 +111,38 @@ class KafkaConnection(asyncio.BufferedProtocol):
         max_in_flight: int = MAX_IN_FLIGHT,
         scratch: ReceiveScratch | None = None,
         listener_name: str = "",
+        receive_timeout_ms: int = 0,
+        quotas: ConnectionQuotas | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         self._cluster, self._handlers, self._connections, self._clock = cluster, handlers, connections, clock
         self.listener_name = listener_name
         self.client_id: str | None = None  # of the last request header read
         self._max_request_bytes, self._idle_ms, self._max_in_flight = max_request_bytes, idle_ms, max_in_flight
+        self._receive_timeout_ms = receive_timeout_ms
+        self._quotas, self._budget = quotas, budget
         self.connection_id = next(_connection_ids)
         self.peer = "?"
+        self._address = ""
+        self._admitted = False
         self.transport: asyncio.Transport | None = None
         self._pending: deque[_Slot] = deque()
         self._scratch = scratch if scratch is not None else ReceiveScratch()  # reads between frames land here,
         self._prefix = b""  # after a size prefix split across reads, put back at its front
         self._kept = 0
-        self._body: bytearray | None = None  # a frame split across reads, and how much of it is in
+        self._body: bytearray | None = None  # a frame split across reads: its buffer so far, its size,
+        self._frame_size = 0  # and how much of it is in
         self._filled = 0
+        self._reserved = 0  # bytes of _body counted in the budget
+        self._frame_began: float | None = None  # when the incomplete frame started arriving
+        self._held: bytes | None = None  # read but not dispatched while back-pressure holds the connection
+        self._held_scheduled = False
         self._closed = self._eof = self._draining = False
         self._write_paused = self._reading_paused = False
         self._drained: asyncio.Future[None] | None = None
         self._corked: list[bytes | bytearray | memoryview] | None = None
-        self._idle_timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due = 0.0
         self._last_activity = clock()
 
     # asyncio.BufferedProtocol --------------------------------------------------------------------
@@ -123,71 +150,170 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.transport = cast(asyncio.Transport, transport)  # create_server hands stream transports
         peer = transport.get_extra_info("peername")
         self.peer = (f"[{peer[0]}]:{peer[1]}" if ":" in peer[0] else f"{peer[0]}:{peer[1]}") if peer else "?"
+        self._address = str(peer[0]) if peer else "?"
+        if self._quotas is not None:
+            refused = self._quotas.admit(self._address)
+            if refused is not None:
+                log.info("refused connection from %s: %s", self.peer, refused)
+                self._closed = True
+                self.transport.close()
+                return
+            self._admitted = True
         self._last_activity = self._clock()
         if self._connections is not None:
             self._connections.add(self)
         if self._idle_ms > 0:
-            self._idle_timer = asyncio.get_running_loop().call_later(self._idle_ms / 1000, self._on_idle_timer)
+            self._arm_timer(self._last_activity + self._idle_ms / 1000)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         """Where the next read goes: the rest of a split frame's own buffer, else the scratch."""
-        if self._body is not None:
-            return memoryview(self._body)[self._filled:]
+        body = self._body
+        if body is not None:
+            if self._filled == len(body):  # all that arrived so far fills it: grow it for what comes next
+                body = self._grow_body(body)
+            return memoryview(body)[self._filled:]
         kept = self._kept = len(self._prefix)
         if kept:
             self._scratch.data[:kept] = self._prefix
         return self._scratch.view[kept:]
 
+    def _grow_body(self, body: bytearray) -> bytearray:
+        grow = min(self._frame_size - len(body), max(len(body), SCRATCH_BYTES))
+        try:
+            body.extend(bytes(grow))  # in place for a large buffer (realloc moves pages, copies nothing)
+        except BufferError:  # a view of it is still held somewhere: move to a larger one
+            larger = bytearray(len(body) + grow)
+            larger[:self._filled] = memoryview(body)[:self._filled]
+            self._body = body = larger
+        self._reserve(grow)
+        return body
+
     def buffer_updated(self, nbytes: int) -> None:
         if self._closed:
             return
         self._last_activity = self._clock()
+        if self._held is not None:  # arrived while reading was being paused: keep it with the rest
+            self._held += self._scratch.data[self._kept:self._kept + nbytes]
+            return
         self._corked = []  # responses ready during this read go out in one writelines
         try:
             if self._body is None:
                 self._read_frames(self._kept + nbytes)
             else:
                 self._filled += nbytes
-                if self._filled == len(self._body):
+                if self._filled == self._frame_size:
                     body, self._body = self._body, None
-                    self._dispatch(body)
+                    self._frame_began = None
+                    try:
+                        self._dispatch(body)
+                    finally:
+                        self._release_reserved()
         finally:
             self._uncork()
 
     def _read_frames(self, end: int) -> None:
-        """Dispatch the frames in ``scratch[:end]``; give a partial frame its own buffer."""
+        """Dispatch the frames in ``scratch[:end]``; give a partial frame its own buffer, and keep the
+        rest when back-pressure says stop."""
         scratch, view, position = self._scratch.data, self._scratch.view, 0
         self._prefix = b""
         while end - position >= 4:
+            if self._must_hold():
+                self._hold(bytes(scratch[position:end]))
+                return
             size = _SIZE.unpack_from(scratch, position)[0]
             if not 0 <= size <= self._max_request_bytes:
                 return self._violation(f"sent a request of {size} bytes (socket.request.max.bytes is "
                                        f"{self._max_request_bytes})")
             position += 4
             if end - position < size:
-                self._body, self._filled = bytearray(size), end - position
-                self._body[:self._filled] = view[position:end]
+                arrived = end - position
+                self._body = bytearray(min(size, max(arrived, SCRATCH_BYTES)))
+                self._frame_size, self._filled = size, arrived
+                self._reserve(len(self._body))
+                self._body[:arrived] = view[position:end]
                 position = end
             else:
+                self._frame_began = None
                 self._dispatch(scratch[position:position + size])  # a copy: see the module docstring
                 position += size
                 if self._closed:
                     return
         if end > position:  # a split size prefix (at most 3 bytes): the connection keeps it
             self._prefix = bytes(scratch[position:end])
+        if (self._body is not None or self._prefix) and self._frame_began is None:
+            self._frame_began = self._clock()
+            if self._receive_timeout_ms > 0:
+                self._arm_timer(self._frame_began + self._receive_timeout_ms / 1000)
+
+    def _must_hold(self) -> bool:
+        """Whether back-pressure forbids starting the next request now."""
+        if self._write_paused or self._draining or len(self._pending) >= self._max_in_flight:
+            return True
+        return self._budget is not None and self._budget.exhausted
+
+    def _hold(self, rest: bytes) -> None:
+        """Keep what was read but not dispatched, and stop reading until back-pressure lets go."""
+        self._held = rest
+        if self._budget is not None and self._budget.exhausted:
+            self._budget.wait(self)
+        self._update_reading()
+
+    def budget_available(self) -> None:
+        """The server's request budget has room again (``RequestBudget.wait``)."""
+        self._update_reading()
+
+    def _resume_held(self) -> None:
+        """Dispatch what back-pressure held, as if it had just been read."""
+        self._held_scheduled = False
+        held = self._held
+        if held is None or self._closed:
+            return
+        if self._must_hold():
+            if self._budget is not None and self._budget.exhausted:
+                self._budget.wait(self)
+            return
+        self._held = None
+        self._scratch.data[:len(held)] = held
+        self._kept = 0
+        self._corked = []
+        try:
+            self._read_frames(len(held))
+        finally:
+            self._uncork()
+        self._update_reading()
+        if self._eof and not self._pending and self._held is None:
+            self.close()
+
+    def _reserve(self, count: int) -> None:
+        self._reserved += count
+        if self._budget is not None:
+            self._budget.add_bytes(count)
+
+    def _release_reserved(self) -> None:
+        reserved, self._reserved = self._reserved, 0
+        if reserved and self._budget is not None:
+            self._budget.release_bytes(reserved)
 
     def eof_received(self) -> bool:
         """Half-close from the client: send what is pending, then close."""
         self._eof = True
-        return bool(self._pending)
+        return bool(self._pending) or self._held is not None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._cancel_pending()
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
+        self._body = None
+        self._held = None
+        self._release_reserved()
+        if self._budget is not None:
+            self._budget.forget(self)
+        if self._timer is not None:
+            self._timer.cancel()
         if self._connections is not None:
             self._connections.discard(self)
+        if self._admitted and self._quotas is not None:
+            self._admitted = False
+            self._quotas.release(self._address)
         self._set_drained()
 
     def pause_writing(self) -> None:
@@ -216,7 +342,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                                        f"v{handler.min_version}-{handler.max_version}")
             slot.api_version, slot.done = 0, True
             slot.response = api_versions_response(self._handlers, ErrorCode.UNSUPPORTED_VERSION)
-            self._pending.append(slot)
+            self._add_slot(slot)
             return self._flush()
         try:
             body = handler.request_type.decode_from(request.body, api_version)
@@ -224,17 +350,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
         context = RequestContext(self._cluster, api_key, api_version, request.correlation_id,
                                  request.header.client_id, self.peer, self.connection_id, self.listener_name)
-        self._pending.append(slot)
+        self._add_slot(slot)
         try:
             result = handler.handle(context, body)
             if result is not None and not isinstance(result, Message):
                 slot.task = asyncio.ensure_future(result)
                 slot.task.add_done_callback(partial(self._completed, slot, handler))
                 return self._update_reading()
-        except Exception:
-            return self._handler_failed(handler, api_version, None)
+        except Exception as exc:
+            return self._handler_failed(handler, api_version, exc)
         slot.response, slot.done = result, True
         self._flush()
+
+    def _add_slot(self, slot: _Slot) -> None:
+        self._pending.append(slot)
+        if self._budget is not None:
+            self._budget.add_request()
 
     def _completed(self, slot: _Slot, handler: ApiHandler, task: asyncio.Future[Any]) -> None:
         if task.cancelled() or self._closed:
@@ -250,6 +381,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         pending = self._pending
         while pending and pending[0].done and not self._closed:
             slot = pending.popleft()
+            if self._budget is not None:
+                self._budget.end_request()
             if slot.response is None:
                 continue
             try:
@@ -265,7 +398,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._last_activity = self._clock()
         if not pending:
             self._set_drained()
-            if self._eof:
+            if self._eof and self._held is None:
                 return self.close()
         self._update_reading()
 
@@ -274,9 +407,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """The client as log lines name it: its address, and its client id once a request said it."""
         return self.peer if self.client_id is None else f"{self.peer} (client id {self.client_id!r})"
 
-    def _handler_failed(self, handler: ApiHandler, api_version: int, exc: BaseException | None) -> None:
-        log.error("%s v%d from %s failed; closing the connection", handler.name, api_version, self.who,
-                  exc_info=exc if exc is not None else True)
+    def _handler_failed(self, handler: ApiHandler, api_version: int, exc: BaseException) -> None:
+        """A handler raised. A client's bad input the codec or a Kafka-level check caught is one line;
+        anything else is a broker bug, logged with its traceback. Either way the connection closes."""
+        if isinstance(exc, (ProtocolError, KafkaError)):
+            log.warning("closing connection from %s: its %s v%d request failed: %s: %s", self.who, handler.name,
+                        api_version, type(exc).__name__, exc)
+        else:
+            log.error("%s v%d from %s failed; closing the connection", handler.name, api_version, self.who,
+                      exc_info=exc)
         self.close()
 
     def _violation(self, reason: str) -> None:
@@ -284,9 +423,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.close()
 
     def _update_reading(self) -> None:
+        """Pause or resume reading as back-pressure says; go on with held bytes once it lets go."""
         if self._closed or self.transport is None:
             return
         pause = self._write_paused or self._draining or len(self._pending) >= self._max_in_flight
+        if not pause and self._held is not None:
+            pause = True  # until the held bytes are dispatched
+            if self._budget is not None and self._budget.exhausted:
+                self._budget.wait(self)
+            elif not self._held_scheduled:
+                self._held_scheduled = True
+                asyncio.get_running_loop().call_soon(self._resume_held)
         if pause != self._reading_paused:
             self._reading_paused = pause
             (self.transport.pause_reading if pause else self.transport.resume_reading)()
@@ -297,22 +444,46 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Requests whose responses have not been written yet."""
         return len(self._pending)
 
-    def check_idle(self) -> float | None:
-        """Close the connection if idle for ``connections.max.idle.ms``; else the seconds until the
-        next check. A connection with requests in flight is not idle."""
-        limit = self._idle_ms / 1000
-        idle_for = self._clock() - self._last_activity
-        if idle_for < limit:
-            return limit - idle_for
-        if self._pending:
-            return limit
-        log.info("closing connection from %s: idle for %d ms (connections.max.idle.ms)", self.who, idle_for * 1000)
-        self.close()
-        return None
+    def check_deadlines(self) -> float | None:
+        """Close the connection if its incomplete frame has taken ``socket.request.receive.timeout.ms``,
+        or if it was idle for ``connections.max.idle.ms`` (a connection with requests in flight is not
+        idle); else the seconds until the next check (None: closed, or nothing to watch)."""
+        now = self._clock()
+        delays = []
+        if self._frame_began is not None and self._receive_timeout_ms > 0:
+            waited = now - self._frame_began
+            limit = self._receive_timeout_ms / 1000
+            if waited >= limit:
+                log.info("closing connection from %s: a request began arriving %d ms ago and is still incomplete "
+                         "(socket.request.receive.timeout.ms)", self.who, waited * 1000)
+                self.close()
+                return None
+            delays.append(limit - waited)
+        if self._idle_ms > 0:
+            limit = self._idle_ms / 1000
+            idle_for = now - self._last_activity
+            if idle_for < limit or self._pending:
+                delays.append(limit - idle_for if idle_for < limit else limit)
+            else:
+                log.info("closing connection from %s: idle for %d ms (connections.max.idle.ms)", self.who,
+                         idle_for * 1000)
+                self.close()
+                return None
+        return min(delays) if delays else None
 
-    def _on_idle_timer(self) -> None:
-        if not self._closed and (delay := self.check_idle()) is not None:
-            self._idle_timer = asyncio.get_running_loop().call_later(delay, self._on_idle_timer)
+    def _arm_timer(self, due: float) -> None:
+        """Make sure the timer fires by ``due`` (clock time)."""
+        if self._timer is not None:
+            if self._timer_due <= due:
+                return
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = asyncio.get_running_loop().call_later(max(0.0, due - self._clock()), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if not self._closed and (delay := self.check_deadlines()) is not None:
+            self._arm_timer(self._clock() + delay)
 
     def drain(self) -> asyncio.Future[None]:
         """Stop reading requests; the future completes once every pending response is written."""
@@ -353,4 +524,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         for slot in self._pending:
             if slot.task is not None and not slot.task.done():
                 slot.task.cancel()
+            if self._budget is not None:
+                self._budget.end_request()
         self._pending.clear()

@@ -4,10 +4,12 @@
 (port 0 picks a free port), tells the cluster its advertised endpoints with the ports actually bound,
 logs one "listening on ..." line and starts the periodic timer (``Cluster.periodic``, every
 second or as the retention settings ask) that drives time-based rolls and flushes, group and
-transaction timers, and retention on Kafka's schedule. ``stop`` stops accepting, gives in-flight
-requests a bounded time to finish, closes the connections and closes the cluster cleanly (which
-writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT
-for a clean stop, exit status.
+transaction timers, and retention on Kafka's schedule. The log room's blocking file work (fsyncs,
+checkpoints, producer state snapshots, removing deleted partitions) runs on one I/O thread, in order,
+and comes back to the loop to change state. ``stop`` stops accepting, gives in-flight requests a
+bounded time to finish, closes the connections, waits for the file work in flight and closes the
+cluster cleanly (which writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop
+(uvloop), SIGTERM/SIGINT for a clean stop, exit status.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import logging
 import signal
 import socket
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -25,6 +29,7 @@ import kafkalite.broker.handlers  # noqa: F401  (importing the package registers
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
+from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
@@ -34,6 +39,7 @@ __all__ = ["BrokerServer", "run"]
 log = logging.getLogger("kafkalite.server")
 
 STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
+CLEANER_OFF_CHECK_S = 5.0  # while compaction is turned off, how often to look whether it was turned on
 
 
 class BrokerServer:
@@ -46,9 +52,14 @@ class BrokerServer:
         self.bound: list[Listener] = []  # the listeners with the ports actually bound
         self.connections: set[KafkaConnection] = set()
         self._scratch = ReceiveScratch()  # where every connection's reads land between frames
+        self.quotas = ConnectionQuotas(self._connection_limits)
+        self.budget = RequestBudget(config.get_int("queued.max.requests"), config.get_int("queued.max.request.bytes"))
         self._servers: list[asyncio.AbstractServer] = []
         self._timer: asyncio.TimerHandle | None = None
+        self._cleaner_timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        self._io: ThreadPoolExecutor | None = None  # the I/O thread of the log room's blocking file work
+        self._io_jobs: set[asyncio.Future[None]] = set()
 
     async def start(self) -> None:
         from kafkalite.broker.core.cluster import Cluster, Endpoint
@@ -63,6 +74,7 @@ class BrokerServer:
         cluster.open()
         self.cluster = cluster
         loop = asyncio.get_running_loop()
+        cluster.log_manager.background.runner = partial(self._run_in_io_thread, loop)
         try:
             bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
             self._sockets = None
@@ -85,13 +97,41 @@ class BrokerServer:
             line += f" (advertised as {advertised_line})"
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
+        self._schedule_cleaner(loop)
+
+    def _run_in_io_thread(self, loop: asyncio.AbstractEventLoop, work: Callable[[], None],
+                          then: Callable[[BaseException | None], None]) -> None:
+        """The log room's blocking file work (fsyncs, checkpoints, snapshots, removing files) runs on one
+        I/O thread, in the order it was submitted; what follows it runs back on the loop."""
+        if self._io is None:
+            self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkalite-io")
+        future = loop.run_in_executor(self._io, work)
+        self._io_jobs.add(future)
+
+        def done(finished: asyncio.Future[None]) -> None:
+            self._io_jobs.discard(finished)
+            try:
+                then(None if finished.cancelled() else finished.exception())
+            except Exception:
+                log.exception("applying background file work failed")
+
+        future.add_done_callback(done)
 
     def _new_connection(self, listener_name: str) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
+        config = self.config
         return KafkaConnection(self.cluster, connections=self.connections, scratch=self._scratch,
                                listener_name=listener_name,
-                               max_request_bytes=self.config.get_int("socket.request.max.bytes"),
-                               idle_ms=self.config.get_int("connections.max.idle.ms"))
+                               max_request_bytes=config.get_int("socket.request.max.bytes"),
+                               idle_ms=config.get_int("connections.max.idle.ms"),
+                               receive_timeout_ms=config.get_int("socket.request.receive.timeout.ms"),
+                               quotas=self.quotas, budget=self.budget)
+
+    def _connection_limits(self) -> tuple[int, int, str]:
+        """max.connections, max.connections.per.ip and its overrides as they are now (they are dynamic)."""
+        config = self.config
+        return (config.get_int("max.connections"), config.get_int("max.connections.per.ip"),
+                config.get_str("max.connections.per.ip.overrides"))
 
     def _schedule_periodic(self, loop: asyncio.AbstractEventLoop, interval: float) -> None:
         cluster = self.cluster
@@ -109,6 +149,24 @@ class BrokerServer:
 
         self._timer = loop.call_later(interval, tick)
 
+    def _schedule_cleaner(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Log compaction in slices of a few milliseconds: each slice is a timer callback, so the loop
+        serves every ready connection between two of them."""
+        cluster = self.cluster
+        assert cluster is not None
+
+        def clean() -> None:
+            delay: float | None = CLEANER_OFF_CHECK_S
+            try:
+                delay = cluster.log_cleaner.run_slice(int(time.time() * 1000))
+            except Exception:
+                log.exception("log cleaning failed")
+                cluster.log_cleaner.stop()
+            if not self._stopped:
+                self._cleaner_timer = loop.call_later(CLEANER_OFF_CHECK_S if delay is None else delay, clean)
+
+        self._cleaner_timer = loop.call_later(0, clean)
+
     async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stop accepting, let in-flight requests finish (at most ``grace_s``), close everything."""
         if self._stopped:
@@ -116,6 +174,10 @@ class BrokerServer:
         self._stopped = True
         if self._timer is not None:
             self._timer.cancel()
+        if self._cleaner_timer is not None:
+            self._cleaner_timer.cancel()
+        if self.cluster is not None:
+            self.cluster.log_cleaner.stop()
         for server in self._servers:
             server.close()
         connections = list(self.connections)
@@ -131,8 +193,13 @@ class BrokerServer:
                 pass
         for connection in list(self.connections):
             connection.abort()
+        while self._io_jobs:  # fsyncs and checkpoints in flight finish before the logs close
+            await asyncio.wait(list(self._io_jobs))
         if self.cluster is not None:
+            self.cluster.log_manager.background.runner = None
             self.cluster.close(clean=True)
+        if self._io is not None:
+            self._io.shutdown(wait=True)
         log.info("stopped")
 
 

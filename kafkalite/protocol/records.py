@@ -52,6 +52,7 @@ __all__ = [
     "LOG_OVERHEAD", "RECORD_BATCH_OVERHEAD", "NO_PARTITION_LEADER_EPOCH", "NO_PRODUCER_EPOCH", "NO_PRODUCER_ID",
     "NO_SEQUENCE", "NO_TIMESTAMP",
     "ControlRecordType", "EndTransactionMarker", "Record", "RecordBatch", "RecordBatchBuilder", "TimestampType",
+    "build_empty_batch",
     "build_end_transaction_marker", "build_record_batch", "iter_batches",
     "decode_varint", "decode_varlong", "encode_varint", "encode_varlong",
 ]  # fmt: skip
@@ -622,7 +623,10 @@ class RecordBatchBuilder:
         is_control: bool = False,
         timestamp_type: TimestampType = TimestampType.CREATE_TIME,
         log_append_time: int | None = None,
+        delete_horizon_ms: int | None = None,
     ) -> None:
+        """``delete_horizon_ms`` (log compaction, KIP-534): set the delete-horizon attribute and make
+        it the base timestamp, from which the records' timestamp deltas count."""
         if is_transactional and producer_id < 0:
             raise ValueError("a transactional batch needs a producer id")
         if timestamp_type is TimestampType.NO_TIMESTAMP_TYPE:
@@ -641,8 +645,9 @@ class RecordBatchBuilder:
         self._buffer = bytearray(RECORD_BATCH_OVERHEAD)
         self._records_count = 0
         self._last_offset_delta = -1
-        self._base_timestamp = NO_TIMESTAMP
+        self._base_timestamp = NO_TIMESTAMP if delete_horizon_ms is None else delete_horizon_ms
         self._max_timestamp = NO_TIMESTAMP
+        self.delete_horizon_ms = delete_horizon_ms
 
     @property
     def records_count(self) -> int:
@@ -673,12 +678,11 @@ class RecordBatchBuilder:
             raise ValueError(f"offset delta {offset_delta} does not follow {self._last_offset_delta}")
         if offset_delta > _INT32_MAX:
             raise ValueError(f"offset delta {offset_delta} does not fit in an int32")
-        first = self._records_count == 0
-        timestamp_delta = 0 if first else timestamp - self._base_timestamp
+        if self._records_count == 0 and self.delete_horizon_ms is None:
+            self._base_timestamp = timestamp
+        timestamp_delta = timestamp - self._base_timestamp
         if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
             raise ValueError(f"timestamp {timestamp} is too far from the base timestamp")
-        if first:
-            self._base_timestamp = timestamp
         if timestamp > self._max_timestamp:  # from NO_TIMESTAMP, as Kafka's MemoryRecordsBuilder
             self._max_timestamp = timestamp
 
@@ -697,10 +701,15 @@ class RecordBatchBuilder:
         self._last_offset_delta = offset_delta
         return offset_delta
 
-    def build(self) -> bytearray:
-        """Write the header (and compress) and return the finished batch. Needs at least one record."""
+    def build(self, *, last_offset_delta: int | None = None) -> bytearray:
+        """Write the header (and compress) and return the finished batch. Needs at least one record.
+
+        ``last_offset_delta`` keeps a larger one than the last record's (log compaction keeps a
+        batch's offset range when it removes records from its end, as Kafka's cleaner does)."""
         if self._records_count == 0:
             raise ValueError("a record batch needs at least one record")
+        if last_offset_delta is not None and last_offset_delta < self._last_offset_delta:
+            raise ValueError(f"last offset delta {last_offset_delta} is below the last record's")
         if self.compression is Compression.NONE:
             batch = self._buffer
         else:
@@ -719,6 +728,8 @@ class RecordBatchBuilder:
             attributes |= _TRANSACTIONAL_BIT
         if self.is_control:
             attributes |= _CONTROL_BIT
+        if self.delete_horizon_ms is not None:
+            attributes |= _DELETE_HORIZON_BIT
         _HEADER.pack_into(
             batch,
             0,
@@ -728,7 +739,7 @@ class RecordBatchBuilder:
             2,
             0,  # CRC, computed below over what follows it
             attributes,
-            self._last_offset_delta,
+            self._last_offset_delta if last_offset_delta is None else last_offset_delta,
             self._base_timestamp,
             max_timestamp,
             self.producer_id,
@@ -819,6 +830,32 @@ def build_end_transaction_marker(
     )
     builder.append(timestamp=timestamp, key=marker.key, value=marker.value)
     return builder.build()
+
+
+def build_empty_batch(batch: RecordBatch) -> bytearray:
+    """``batch``'s header with no records: its offsets, producer id, epoch and sequence, attributes
+    and max timestamp kept, as Kafka's cleaner keeps the last batch of an active producer whose
+    records it removed (``MemoryRecords.writeEmptyHeader``), so its producer state survives."""
+    empty = bytearray(RECORD_BATCH_OVERHEAD)
+    _HEADER.pack_into(
+        empty,
+        0,
+        batch.base_offset,
+        RECORD_BATCH_OVERHEAD - LOG_OVERHEAD,
+        batch.partition_leader_epoch,
+        2,
+        0,
+        batch.attributes & ~(_COMPRESSION_MASK | _DELETE_HORIZON_BIT),
+        batch.last_offset_delta,
+        batch.max_timestamp,
+        batch.max_timestamp,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        0,
+    )
+    _UINT32.pack_into(empty, _CRC_OFFSET, crc32c(memoryview(empty)[_ATTRIBUTES_OFFSET:]))
+    return empty
 
 
 # --------------------------------------------------------------------------------------------------

@@ -58,10 +58,14 @@ class BrokerProcess(BrokerHelpers):
     bundled client."""
 
     def __init__(self, data_dir: str | Path, configs: Mapping[str, object] | None = None,
-                 extra_args: Sequence[str] = (), *, memory: bool = False, nofile: int | None = None) -> None:
-        """``nofile``: run the broker under this hard and soft open-file limit (``RLIMIT_NOFILE``)."""
+                 extra_args: Sequence[str] = (), *, memory: bool = False, nofile: int | None = None,
+                 fsize: int | None = None) -> None:
+        """``nofile``: run the broker under this hard and soft open-file limit (``RLIMIT_NOFILE``).
+        ``fsize``: under this soft file-size limit (``RLIMIT_FSIZE``; the hard limit stays): a write
+        past it fails with EFBIG, as on a full disk, and ``set_file_size_limit`` makes room again."""
         self.data_dir = Path(data_dir)
         self.nofile = nofile
+        self.fsize = fsize
         self.configs = broker_configs(configs)
         self.extra_args = list(extra_args)
         self.memory = memory
@@ -90,17 +94,28 @@ class BrokerProcess(BrokerHelpers):
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._spawned_at = time.perf_counter()
         with open(self.log_path, "ab") as log_file:
+            limited = self.nofile is not None or self.fsize is not None
             self.process = subprocess.Popen(self.command(port), stdout=log_file, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, env=environment,
-                                            preexec_fn=self._limit_open_files if self.nofile else None)
+                                            preexec_fn=self._set_limits if limited else None)
         _live.add(self)
 
-    def _limit_open_files(self) -> None:
-        """In the child, before exec: the open-file limit the broker must live with."""
+    def _set_limits(self) -> None:
+        """In the child, before exec: the open-file and file-size limits the broker must live with."""
         import resource
 
-        assert self.nofile is not None
-        resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
+        if self.nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
+        if self.fsize is not None:
+            _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (self.fsize, hard))
+
+    def set_file_size_limit(self, limit: int | None) -> None:
+        """Change the running broker's soft file-size limit (None: as high as the hard limit), Linux only."""
+        import resource
+
+        _, hard = resource.prlimit(self.pid, resource.RLIMIT_FSIZE)
+        resource.prlimit(self.pid, resource.RLIMIT_FSIZE, (hard if limit is None else limit, hard))
 
     def wait_until_listening(self, timeout: float = START_TIMEOUT_S) -> int:
         """Wait for this run's "listening on" line; return the port it names."""

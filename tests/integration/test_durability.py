@@ -370,3 +370,50 @@ def test_many_segments_survive_a_clean_restart_and_a_kill(fresh_broker: Callable
     assert read_all(broker.bootstrap, topic, 2) == expected
     assert len(expected) == 6500
     assert offsets_for_times(broker.bootstrap, targets) == lookups
+
+
+def test_dynamic_configs_of_topics_and_the_broker_survive_kill_9(fresh_broker: Callable[..., BrokerProcess]) -> None:
+    """AlterConfigs and IncrementalAlterConfigs on topics and on the broker, then SIGKILL: after the restart
+    DescribeConfigs reports every change with its source (the cluster-wide default across a restart is
+    in test_admin_answers.py, which sends it raw: confluent-kafka cannot name the default resource)."""
+    broker = fresh_broker()
+    legacy_topic, incremental_topic = unique("configs-legacy"), unique("configs-incremental")
+    create_topic(broker.bootstrap, legacy_topic, 1, {"retention.ms": "86400000"})
+    create_topic(broker.bootstrap, incremental_topic, 1)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    def settle(futures: dict[ConfigResource, Any]) -> None:
+        for future in futures.values():
+            future.result(timeout=TIMEOUT_S)
+
+    # The legacy AlterConfigs replaces a topic's overrides.
+    settle(admin.alter_configs([ConfigResource(ResourceType.TOPIC, legacy_topic,
+                                               set_config={"max.message.bytes": "123456"})]))
+    settle(admin.incremental_alter_configs([
+        ConfigResource(ResourceType.TOPIC, incremental_topic, incremental_configs=[
+            ConfigEntry("segment.bytes", "2097152", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("cleanup.policy", "compact,delete", incremental_operation=AlterConfigOpType.SET)]),
+        ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry("log.cleaner.threads", "2", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("log.retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)]),
+    ]))
+    before = (topic_facts(broker.bootstrap, legacy_topic), topic_facts(broker.bootstrap, incremental_topic))
+    assert before[0][2] == {"max.message.bytes": "123456"}
+    assert before[1][2] == {"segment.bytes": "2097152", "cleanup.policy": "compact,delete"}
+
+    broker.kill()
+    mark = broker.log_mark()
+    broker.restart()
+    assert "after an unclean shutdown" in broker.log_text(since=mark)
+    assert (topic_facts(broker.bootstrap, legacy_topic), topic_facts(broker.bootstrap, incremental_topic)) == before
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ResourceType.BROKER, "1")
+    node = admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    assert (node["log.cleaner.threads"].value, node["log.cleaner.threads"].source) == (
+        "2", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    assert (node["log.retention.ms"].value, node["log.retention.ms"].source) == (
+        "7200000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    # The broker's new default reaches a topic that does not override it.
+    resource = ConfigResource(ResourceType.TOPIC, incremental_topic)
+    topic_configs = admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    assert topic_configs["retention.ms"].value == "7200000"

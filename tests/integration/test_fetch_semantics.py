@@ -38,6 +38,7 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.framing import encode_request, parse_response_header
 from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages import (
+    DeleteTopicsRequest,
     FetchRequest,
     FetchResponse,
     MetadataRequest,
@@ -148,6 +149,24 @@ def fetch_request(version: int, positions: dict[tuple[str | uuid.UUID, int], int
                         session_id=session_id, session_epoch=session_epoch, topics=list(topics.values()),
                         forgotten_topics_data=[ForgottenTopic(**topic_fields(topic), partitions=partitions)
                                                for topic, partitions in (forgotten or {}).items()])
+
+
+def unread_by_broker(client: RawClient) -> int:
+    """Bytes the client sent that the broker has not read yet: the receive queue of the broker's end
+    of the connection, from /proc/net/tcp (Linux)."""
+    host, port = client.socket.getsockname()
+    peer_host, peer_port = client.socket.getpeername()
+
+    def hex_address(address: str, number: int) -> str:
+        return f"{socket.inet_aton(address)[::-1].hex().upper()}:{number:04X}"
+
+    local, remote = hex_address(peer_host, peer_port), hex_address(host, port)
+    with open("/proc/net/tcp", encoding="ascii") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            if fields[1] == local and fields[2] == remote:
+                return int(fields[4].split(":")[1], 16)
+    raise AssertionError("the broker's end of the connection is not in /proc/net/tcp")
 
 
 def fetched(response: FetchResponse) -> dict[int, PartitionData]:
@@ -321,6 +340,34 @@ def test_a_long_poll_waits_for_min_bytes_until_max_wait(broker: BrokerProcess, r
     waited = time.monotonic() - sent
     assert decoded_values(fetched(response)[0].records) == [(0, b"not enough")]
     assert waited >= 0.9 * max_wait_ms / 1000, f"answered after {waited:.3f} s, before min_bytes or max_wait_ms"
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_a_topic_deleted_under_a_parked_fetch_answers_unknown_topic_and_keeps_the_connection(
+        broker: BrokerProcess, raw: RawClient, wait_until: WaitUntil, version: int) -> None:
+    """A Fetch parks on an empty topic; another connection sends a Produce and a DeleteTopics for it
+    in one write. The woken fetch answers the topic as unknown (by id from v13, by name before), the
+    connection stays open, and the broker's log has no traceback."""
+    topic = create_topic(broker.bootstrap, unique("deleted-under-fetch"))
+    key: str | uuid.UUID = raw.topic_id(topic) if version >= 13 else topic
+    mark = broker.log_mark()
+    correlation_id = raw.send(fetch_request(version, {(key, 0): 0}, max_wait_ms=LONG_POLL_MAX_WAIT_MS), version)
+    # The fetch must be parked before the delete arrives: wait until the broker has read it.
+    wait_until(lambda: unread_by_broker(raw) == 0, TIMEOUT_S, "the broker did not read the fetch")
+    produce = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[
+        TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=0, records=batch_of(b"last"))])])
+    delete = DeleteTopicsRequest(topic_names=[topic], timeout_ms=1000)
+    with RawClient(broker.address) as other:
+        other.socket.sendall(encode_request(produce, 9, 1, "other") + encode_request(delete, 4, 2, "other"))
+        assert other.read_frame() and other.read_frame()  # both answered
+    response = raw.receive(FetchResponse, version, correlation_id)
+    [partition] = fetched(response).values()
+    expected = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert partition.error_code == expected
+    # The connection is still usable.
+    again = raw.request(fetch_request(version, {(key, 0): 0}), FetchResponse, version)
+    assert next(iter(fetched(again).values())).error_code == expected
+    assert "Traceback" not in broker.log_text(since=mark)
 
 
 # bad input -------------------------------------------------------------------------------------------

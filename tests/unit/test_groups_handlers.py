@@ -181,6 +181,26 @@ def test_offset_commit_and_fetch_at_every_version(cluster: Cluster, version: int
     run(scenario())
 
 
+@pytest.mark.parametrize("version", [2, 3, 4])
+@pytest.mark.parametrize("retention_ms", [2**63 - 1, 2**62, -2, -(2**63)])
+def test_an_extreme_retention_time_is_stored_and_never_overflows(cluster: Cluster, version: int,
+                                                                  retention_ms: int) -> None:
+    """OffsetCommit v2-4 retention_time_ms: an expiry past the largest timestamp never expires; a
+    negative time other than -1 means the broker's default, as before."""
+    async def scenario() -> None:
+        commit = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, member_id="",
+                                     retention_time_ms=retention_ms,
+                                     topics=[OffsetCommitRequestTopic("t", [OffsetCommitRequestPartition(0, 9)])])
+        response = await call(cluster, commit, version)
+        assert response.topics[0].partitions[0].error_code == 0
+        response = await call(cluster, OffsetFetchRequest(group_id="g", topics=[OffsetFetchRequestTopic("t", [0])]),
+                              version)
+        assert response.topics[0].partitions[0].committed_offset == 9
+        assert cluster.group_coordinator.expire_offsets() == 0
+
+    run(scenario())
+
+
 def test_offset_delete_and_delete_groups(cluster: Cluster) -> None:
     async def scenario() -> None:
         commit = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, member_id="",

@@ -16,6 +16,7 @@ import pytest
 from kafkalite.broker.handlers.api_versions import api_versions_response
 from kafkalite.broker.handlers.registry import ApiHandler, RequestContext
 from kafkalite.broker.net import SCRATCH_BYTES, KafkaConnection, ReceiveScratch
+from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget, parse_connection_overrides
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.framing import encode_request, parse_response_header
 from kafkalite.protocol.message import Message
@@ -305,6 +306,21 @@ def test_an_idle_connection_holds_no_receive_buffer() -> None:
     run(scenario)
 
 
+def test_a_size_prefix_reserves_only_what_arrives() -> None:
+    """A client that announces 100 MiB and sends a few bytes costs a scratch-sized buffer, no more;
+    the buffer doubles as the bytes come, up to the frame's size."""
+    async def scenario() -> None:
+        connection, _ = connect(Handlers(), max_request_bytes=100 * 1024 * 1024)
+        feed(connection, struct.pack(">i", 100 * 1024 * 1024) + b"\x00\x03")
+        assert connection._body is not None and len(connection._body) == SCRATCH_BYTES
+        feed(connection, bytes(SCRATCH_BYTES - 2))
+        assert len(connection._body) == SCRATCH_BYTES
+        feed(connection, b"\x00")
+        assert len(connection._body) == 2 * SCRATCH_BYTES
+
+    run(scenario)
+
+
 @pytest.mark.parametrize("chunk", [None, 1000, 4093, SCRATCH_BYTES - 1, SCRATCH_BYTES + 1])
 def test_a_frame_larger_than_the_scratch_is_received_into_its_own_buffer(chunk: int | None) -> None:
     async def scenario() -> None:
@@ -315,7 +331,8 @@ def test_a_frame_larger_than_the_scratch_is_received_into_its_own_buffer(chunk: 
         stream = heartbeat(1) + big + heartbeat(3) + big + heartbeat(4)
         head = len(heartbeat(1)) + 100
         feed(connection, stream[:head], chunk)  # a heartbeat and the start of the Produce
-        assert len(connection.get_buffer(-1)) == len(big) - 100  # the rest goes straight into its buffer
+        # The rest goes straight into the frame's own buffer, which grows as the bytes arrive.
+        assert len(connection.get_buffer(-1)) == SCRATCH_BYTES - (100 - 4)  # 4: the size prefix
         feed(connection, stream[head:], chunk)
         await settle()
         assert transport.correlation_ids() == [1, 3, 4] and not transport.closed
@@ -529,14 +546,20 @@ def test_reading_pauses_with_too_many_requests_in_flight() -> None:
 
 
 def test_reading_pauses_while_the_write_buffer_is_full() -> None:
+    """A client that does not read its answers: the connection stops reading, and what it had read
+    already waits (it is not dispatched, so no more answers pile up) until writing resumes."""
     async def scenario() -> None:
-        connection, transport = connect(Handlers())
+        handlers = Handlers()
+        connection, transport = connect(handlers)
+        feed(connection, heartbeat(1))
         connection.pause_writing()
         assert not transport.reading
-        feed(connection, heartbeat(1))  # what was already read is still answered
-        assert transport.correlation_ids() == [1]
+        feed(connection, heartbeat(2) + heartbeat(3))  # arrived before the pause took effect
+        assert transport.correlation_ids() == [1] and handlers.seen == [1]
         connection.resume_writing()
-        assert transport.reading
+        assert not transport.reading  # the held requests go first
+        await settle()
+        assert transport.correlation_ids() == [1, 2, 3] and transport.reading
 
     run(scenario)
 
@@ -574,12 +597,12 @@ def test_idle_connection_closes_after_connections_max_idle_ms() -> None:
         now = [1000.0]
         connection, transport = connect(Handlers(), clock=lambda: now[0])
         now[0] += 4.0
-        assert connection.check_idle() == pytest.approx(6.0)  # seconds until the next check
+        assert connection.check_deadlines() == pytest.approx(6.0)  # seconds until the next check
         feed(connection, heartbeat(1))  # activity resets the idle time
         now[0] += 9.0
-        assert connection.check_idle() == pytest.approx(1.0) and not transport.closed
+        assert connection.check_deadlines() == pytest.approx(1.0) and not transport.closed
         now[0] += 1.0
-        assert connection.check_idle() is None
+        assert connection.check_deadlines() is None
         assert transport.closed
 
     run(scenario)
@@ -592,6 +615,117 @@ def test_a_connection_waiting_for_a_response_is_not_idle() -> None:
         connection, transport = connect(handlers, clock=lambda: now[0])
         feed(connection, metadata(1))
         now[0] += 60.0
-        assert connection.check_idle() is not None and not transport.closed
+        assert connection.check_deadlines() is not None and not transport.closed
+
+    run(scenario)
+
+
+# incomplete frames ------------------------------------------------------------------------------
+@pytest.mark.parametrize("sent", [b"\x00\x00", b"\x00\x00\x00\x40\x00\x0c"], ids=["a split size", "part of a frame"])
+def test_a_frame_left_incomplete_closes_after_the_receive_timeout(sent: bytes, caplog: pytest.LogCaptureFixture
+                                                                  ) -> None:
+    async def scenario() -> None:
+        now = [0.0]
+        connection, transport = connect(Handlers(), clock=lambda: now[0], receive_timeout_ms=2000)
+        feed(connection, sent)
+        now[0] += 1.0
+        feed(connection, b"\x00")  # more bytes do not move the deadline, unlike the idle timer
+        now[0] += 0.5
+        assert connection.check_deadlines() == pytest.approx(0.5) and not transport.closed
+        now[0] += 0.5
+        with caplog.at_level(logging.INFO, logger="kafkalite.net"):
+            assert connection.check_deadlines() is None
+        assert transport.closed
+        assert "still incomplete (socket.request.receive.timeout.ms)" in caplog.text
+
+    run(scenario)
+
+
+def test_complete_frames_reset_the_receive_timeout() -> None:
+    async def scenario() -> None:
+        now = [0.0]
+        connection, transport = connect(Handlers(), clock=lambda: now[0], receive_timeout_ms=2000)
+        feed(connection, heartbeat(1)[:10])
+        now[0] += 1.9
+        feed(connection, heartbeat(1)[10:] + heartbeat(2)[:3])  # the first completes, the next begins
+        now[0] += 1.9
+        assert connection.check_deadlines() == pytest.approx(0.1)
+        feed(connection, heartbeat(2)[3:])
+        now[0] += 5.0
+        assert connection.check_deadlines() is not None and not transport.closed
+        assert transport.correlation_ids() == [1, 2]
+
+    run(scenario)
+
+
+# connection quotas ------------------------------------------------------------------------------
+def test_connections_over_the_per_address_limit_are_refused(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        limits = [100, 2, ""]
+        quotas = ConnectionQuotas(lambda: (limits[0], limits[1], limits[2]))
+        connections: set[KafkaConnection] = set()
+        first = [connect(Handlers(), port=port, quotas=quotas, connections=connections) for port in (1, 2)]
+        with caplog.at_level(logging.INFO, logger="kafkalite.net"):
+            refused, transport = connect(Handlers(), port=3, quotas=quotas, connections=connections)
+        assert transport.closed and refused not in connections
+        assert "address already has the configured maximum of 2 connections" in caplog.text
+        first[0][0].connection_lost(None)  # one closes: room for another
+        again, transport = connect(Handlers(), port=4, quotas=quotas, connections=connections)
+        assert not transport.closed and quotas.per_address == {"127.0.0.1": 2}
+        limits[2] = "127.0.0.1:3"  # an override for this address (dynamic: read at each connection)
+        _, transport = connect(Handlers(), port=5, quotas=quotas)
+        assert not transport.closed
+        limits[0] = 3  # the broker-wide limit
+        _, transport = connect(Handlers(), port=6, quotas=quotas)
+        assert transport.closed and quotas.total == 3
+
+    run(scenario)
+
+
+def test_connection_overrides_are_parsed_as_kafka_writes_them() -> None:
+    assert parse_connection_overrides("127.0.0.1:200, [::1]:0,") == {"127.0.0.1": 200, "::1": 0}
+    with pytest.raises(ValueError):
+        parse_connection_overrides("127.0.0.1")
+
+
+# the request budget -----------------------------------------------------------------------------
+def test_a_full_request_budget_holds_new_requests_until_one_is_answered() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        budget = RequestBudget(max_requests=2)
+        one, one_transport = connect(handlers, budget=budget, port=1)
+        two, two_transport = connect(handlers, budget=budget, port=2)
+        feed(one, metadata(1))
+        feed(two, metadata(2) + heartbeat(3))  # the budget is full after metadata(2): heartbeat waits
+        assert budget.requests == 2 and handlers.seen == []
+        assert not two_transport.reading and one_transport.reading
+        handlers.release(1)
+        await settle()
+        assert handlers.seen == [3]  # room again: the held heartbeat went on
+        handlers.release(2)
+        await settle()
+        assert two_transport.correlation_ids() == [2, 3] and two_transport.reading
+        assert budget.requests == 0
+
+    run(scenario)
+
+
+def test_bytes_of_frames_being_received_count_in_the_budget_until_dispatched() -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        budget = RequestBudget(max_requests=100, max_bytes=SCRATCH_BYTES)
+        sender, _ = connect(handlers, budget=budget, port=1, max_request_bytes=4 * SCRATCH_BYTES)
+        other, other_transport = connect(handlers, budget=budget, port=2)
+        big = produce_records(5, bytes(2 * SCRATCH_BYTES))
+        feed(sender, big[:1000])
+        assert budget.bytes == SCRATCH_BYTES and budget.exhausted
+        feed(other, heartbeat(6))  # a new request elsewhere waits for room
+        assert handlers.seen == [] and not other_transport.reading
+        feed(sender, big[1000:])  # a frame already begun is always finished
+        assert len(handlers.records) == 1 and budget.bytes == 0
+        await settle()
+        assert handlers.seen == [6] and other_transport.reading
+        sender.connection_lost(None)
+        assert budget.bytes == 0 and budget.requests == 0
 
     run(scenario)

@@ -254,3 +254,24 @@ def test_malformed_records_behind_an_implausible_header_are_corrupt(cluster: Clu
     with pytest.raises(KafkaError) as refused:
         partition.append_from_client(data, NOW)
     assert refused.value.error_code in (ErrorCode.CORRUPT_MESSAGE, ErrorCode.INVALID_RECORD)
+
+
+def test_a_stored_batch_whose_records_do_not_decode_is_corrupt_message_for_list_offsets(cluster: Cluster) -> None:
+    """A zstd batch with a right header and CRC but a corrupt stream is stored without decoding (as
+    every batch is); ListOffsets by timestamp then has to decode it, and answers CORRUPT_MESSAGE for
+    that partition instead of failing the request."""
+    from kafkalite.protocol.messages import ListOffsetsRequest
+    from kafkalite.protocol.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+
+    partition = partition_of(cluster)
+    data = batch(NOW - 5, NOW, compression=Compression.ZSTD)
+    data[61:] = bytes(len(data) - 61)  # the records: zeros, which no zstd frame starts with
+    struct.pack_into(">I", data, 17, crc32c(memoryview(data)[21:]))
+    partition.append_from_client(data, NOW)
+    handler = HANDLERS[2]
+    for timestamp in (NOW - 1, -3):
+        request = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic("events", [
+            ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
+        context = RequestContext(cluster, 2, 9, 1, "test", "127.0.0.1:1")
+        response = handler.handle(context, handler.request_type.decode(request.encode(9), 9))
+        assert response.topics[0].partitions[0].error_code == ErrorCode.CORRUPT_MESSAGE

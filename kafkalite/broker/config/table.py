@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from kafkalite.broker.config.broker_keys import BROKER_SECTIONS, CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES
 from kafkalite.broker.config.kafka_keys import KAFKA_SECTIONS
 from kafkalite.broker.config.keys import (
-    NO_COMPACTION,
     NO_DOWNCONVERSION,
     NO_JITTER,
     NO_PREALLOCATION,
@@ -32,8 +31,8 @@ _MINUTE_MS = 60_000
 _B, _S, _I, _L, _D, _LIST = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG,
                              ConfigType.DOUBLE, ConfigType.LIST)
 _CLEANUP_POLICIES, _COMPRESSION_TYPES, _TIMESTAMP_TYPES = CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES
-_NO_COMPACTION, _NO_DOWNCONVERSION, _NO_JITTER, _NO_PREALLOCATION, _ONE_REPLICA = (
-    NO_COMPACTION, NO_DOWNCONVERSION, NO_JITTER, NO_PREALLOCATION, ONE_REPLICA)
+_NO_DOWNCONVERSION, _NO_JITTER, _NO_PREALLOCATION, _ONE_REPLICA = (
+    NO_DOWNCONVERSION, NO_JITTER, NO_PREALLOCATION, ONE_REPLICA)
 _table = section_table
 
 # The topic keys (CreateTopics, AlterConfigs, IncrementalAlterConfigs, DescribeConfigs on topics).
@@ -48,7 +47,7 @@ _TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
               valid=_COMPRESSION_TYPES, synonyms=(("compression.type", 1),)),
     ConfigKey("delete.retention.ms", _L, None,
               "How long tombstones are kept on compacted topics.",
-              at_least=0, synonyms=(("log.cleaner.delete.retention.ms", 1),), inert=_NO_COMPACTION),
+              at_least=0, synonyms=(("log.cleaner.delete.retention.ms", 1),)),
     ConfigKey("file.delete.delay.ms", _L, None,
               "Delay before a deleted segment's files are removed.",
               at_least=0, synonyms=(("log.segment.delete.delay.ms", 1),)),
@@ -101,13 +100,13 @@ _TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
               at_least=0, synonyms=(("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOUR_MS)), inert=_NO_JITTER),
     ConfigKey("min.compaction.lag.ms", _L, None,
               "Least time a record stays uncompacted.",
-              at_least=0, synonyms=(("log.cleaner.min.compaction.lag.ms", 1),), inert=_NO_COMPACTION),
+              at_least=0, synonyms=(("log.cleaner.min.compaction.lag.ms", 1),)),
     ConfigKey("max.compaction.lag.ms", _L, None,
               "Most time a record stays uncompacted.",
-              at_least=1, synonyms=(("log.cleaner.max.compaction.lag.ms", 1),), inert=_NO_COMPACTION),
+              at_least=1, synonyms=(("log.cleaner.max.compaction.lag.ms", 1),)),
     ConfigKey("min.cleanable.dirty.ratio", _D, None,
               "Least dirty ratio before the log is compacted.",
-              at_least=0, at_most=1, synonyms=(("log.cleaner.min.cleanable.ratio", 1),), inert=_NO_COMPACTION),
+              at_least=0, at_most=1, synonyms=(("log.cleaner.min.cleanable.ratio", 1),)),
     ConfigKey("unclean.leader.election.enable", _B, None,
               "Allow out-of-sync replicas to become leader.",
               synonyms=(("unclean.leader.election.enable", 1),), inert=_ONE_REPLICA),

@@ -6,6 +6,8 @@ collaborators (nothing below this module imports it):
 
 * ``log_manager`` (``log.manager.LogManager``): every partition log of the data directory;
 * ``topics`` (``topics.TopicManager``): topics and their partitions, on the log manager;
+* ``log_cleaner`` (``log_cleaner.LogCleaner``): compaction of the partitions of compacted topics,
+  in slices the server runs between requests;
 * ``fetch_sessions`` (``fetch_sessions.FetchSessionCache``): incremental fetch sessions;
 * ``group_coordinator`` (``group.coordinator.GroupCoordinator``): groups and committed offsets,
   written to ``__consumer_offsets`` (``offsets_log``); it tells ``share_partitions`` what share group
@@ -49,6 +51,7 @@ from kafkalite.broker.core.group.store import GroupSettings
 from kafkalite.broker.core.group.timers import Timers
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
+from kafkalite.broker.core.log_cleaner import CleanerSettings, LogCleaner
 from kafkalite.broker.core.share.config import ShareSettings
 from kafkalite.broker.core.share.manager import SharePartitionManager
 from kafkalite.broker.core.topics import TopicManager, log_config
@@ -89,6 +92,7 @@ class Cluster:
                                       initial_task_delay_ms=config.get_int("log.initial.task.delay.ms"),
                                       files=OpenFiles(segment_file_budget()))
         self.topics = TopicManager(self.log_manager, config, data_dir)
+        self.log_cleaner = LogCleaner(self.topics, self.log_manager, config.settings(CleanerSettings))
         self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
         self.offsets_log = CoordinatorLog(self.topics, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
                                           config.get_int("offsets.topic.segment.bytes"))
@@ -156,6 +160,7 @@ class Cluster:
         self.transactions.open()
 
     def close(self, clean: bool = True) -> None:
+        self.log_cleaner.stop()
         self.group_coordinator.close()
         self.share_partitions.close()
         self.transactions.close(clean=clean)
@@ -166,6 +171,7 @@ class Cluster:
         self.log_manager.default_config = log_config(self.config.topic_settings())
         self.topics.refresh_settings()
         self.transactions.settings = self.config.settings(TransactionSettings)
+        self.log_cleaner.settings = self.config.settings(CleanerSettings)
         self.verify_transactions = self.config.get_bool("transaction.partition.verification.enable")
 
     def periodic_interval_ms(self) -> int:

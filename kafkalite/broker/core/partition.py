@@ -25,8 +25,9 @@ to send a wrong one leave it unset (0 or -1 under records without a timestamp, a
 does; a value below the first timestamp, as Sarama did), and those batches are walked and their
 header corrected. The records are also walked when ``message.timestamp.before.max.ms`` is set
 (the smallest timestamp is not in the header), and decoded in full only to rebuild a batch whose
-codec is not the topic's ``compression.type``, or to name the records a timestamp check
-refused (``RecordValidationError``, which Produce v8+ reports per record as Kafka does).
+codec is not the topic's ``compression.type``, to name the records a timestamp check
+refused (``RecordValidationError``, which Produce v8+ reports per record as Kafka does), or, on a
+compacted topic, to refuse records without a key (INVALID_RECORD, as Kafka's validator does).
 
 Batches with a producer id go through the partition's ``ProducerStateManager`` (see
 ``kafkalite.broker.core.log.producer_state``): before the append, a duplicate of one of the producer's last five
@@ -52,6 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkalite.broker.config import TOPIC_KEYS, TopicConfig
+from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.partition_log import PartitionLog, wall_clock_ms
 from kafkalite.broker.core.log.producer_state import ProducerStateManager
 from kafkalite.broker.core.log.txn_index import AbortedTxn
@@ -124,15 +126,17 @@ class Partition:
     """
 
     __slots__ = ("topic_name", "index", "log", "settings", "leader_epoch", "producer_state", "_listeners",
-                 "_active_segment")
+                 "_active_segment", "deleted", "background")
 
     def __init__(self, topic_name: str, index: int, partition_log: PartitionLog, settings: TopicConfig, *,
-                 producer_id_expiration_ms: int) -> None:
+                 producer_id_expiration_ms: int, background: Background | None = None) -> None:
         self.topic_name = topic_name
         self.index = index
         self.log = partition_log
         self.settings = settings
         self.leader_epoch = LEADER_EPOCH
+        self.deleted = False  # its topic was deleted: waiters woken by that must not touch the log
+        self.background = background  # where producer state snapshots are written (None: at once)
         self._listeners: list[Listener] = []
         self.producer_state = ProducerStateManager(f"{topic_name}-{index}", partition_log.directory)
         self.producer_state.load(partition_log, wall_clock_ms(), producer_id_expiration_ms)
@@ -223,6 +227,8 @@ class Partition:
             raise _refuse_records(batch, lambda record: (
                 f"Invalid timestamp type in message {_describe(record)}. Producer should not set timestamp "
                 "type to LogAppendTime."))
+        if "compact" in settings.cleanup_policy:
+            self._require_keys(batch)
         max_timestamp = NO_TIMESTAMP if log_append else self._create_time_max_timestamp(batch, now_ms, settings)
         target = settings.compression_type
         if target != "producer" and _TOPIC_CODECS.get(target, batch.compression) != batch.compression:
@@ -234,6 +240,20 @@ class Partition:
             batch.set_max_timestamp(TimestampType.CREATE_TIME, max_timestamp)
         base_offset = self._append(batch, now_ms)
         return AppendInfo(base_offset, now_ms if log_append else -1, self.log.log_start_offset)
+
+    def _require_keys(self, batch: RecordBatch) -> None:
+        """Kafka's LogValidator on a compacted topic: every record needs a key (the cleaner keeps the
+        latest record per key, and has nothing to keep a keyless one by). Reads the records."""
+        message = f"Compacted topic cannot accept message without key in topic partition {self}."
+        try:
+            refused = [(index, message) for index, record in enumerate(batch.records()) if record.key is None]
+        except CorruptRecordError as exc:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if refused:
+            shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in refused[:3])
+            raise RecordValidationError(
+                ErrorCode.INVALID_RECORD, f"One or more records have been rejected due to {len(refused)} record "
+                f"errors in total, and only showing the first three errors at most: [{shown}]", refused)
 
     def append_internal(self, data: bytearray, now_ms: int) -> int:
         """Append a batch the broker built itself (coordinator records, possibly transactional)."""
@@ -276,12 +296,25 @@ class Partition:
         return result.base_offset
 
     def _on_roll(self, segment_base_offset: int) -> None:
-        """The log rolled: snapshot the producer state, so a restart replays at most one segment."""
+        """The log rolled: snapshot the producer state, so a restart replays at most one segment. The
+        snapshot is taken now and written off the event loop."""
         self._active_segment = segment_base_offset
-        try:
-            self.producer_state.take_snapshot(self.log.log_end_offset)
-        except OSError as exc:
-            log.warning("%s: could not write a producer state snapshot: %s", self, exc)
+        pending = self.producer_state.prepare_snapshot(self.log.log_end_offset)
+        if pending is None:
+            return
+
+        def written(exc: BaseException | None) -> None:
+            if exc is not None:
+                self.producer_state.snapshot_failed(pending)
+                log.warning("%s: could not write a producer state snapshot: %s", self, exc)
+
+        if self.background is None:
+            try:
+                pending.run()
+            except OSError as exc:
+                written(exc)
+        else:
+            self.background.submit(pending.run, written)
 
     # producer state housekeeping --------------------------------------------------------------
     def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
@@ -356,7 +389,10 @@ class Partition:
         return ErrorCode.NONE
 
     def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False) -> ReadInfo:
-        """Stored batches from ``offset`` (raises the log's OffsetOutOfRange when outside the log)."""
+        """Stored batches from ``offset`` (raises the log's OffsetOutOfRange when outside the log, and
+        UNKNOWN_TOPIC_OR_PARTITION once the topic was deleted)."""
+        if self.deleted:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{self} was deleted")
         last_stable = self.last_stable_offset
         upper = last_stable if read_committed else self.high_watermark
         result = self.log.read(offset, max_bytes, min_one_batch=min_one_batch, upper_bound=upper)
@@ -377,7 +413,8 @@ class Partition:
             pass
 
     def close_waiters(self) -> None:
-        """Wake every waiting fetch (the partition is going away)."""
+        """The partition is going away: mark it deleted and wake every waiting fetch."""
+        self.deleted = True
         self._notify(0)
         self._listeners.clear()
 

@@ -62,6 +62,10 @@ def log_config(settings: TopicConfig) -> LogConfig:
         flush_ms=None if settings.flush_ms == LONG_MAX else settings.flush_ms,
         cleanup_policy=",".join(settings.cleanup_policy),
         file_delete_delay_ms=settings.file_delete_delay_ms,
+        delete_retention_ms=settings.delete_retention_ms,
+        min_compaction_lag_ms=settings.min_compaction_lag_ms,
+        max_compaction_lag_ms=settings.max_compaction_lag_ms,
+        min_cleanable_dirty_ratio=settings.min_cleanable_dirty_ratio,
     )
 
 
@@ -264,7 +268,8 @@ class TopicManager:
         if partition_log is None:
             partition_log = self.log_manager.create_log(topic.name, index, topic.topic_id, log_config(topic.settings))
         partition = Partition(topic.name, index, partition_log, topic.settings,
-                              producer_id_expiration_ms=self.config.get_int("producer.id.expiration.ms"))
+                              producer_id_expiration_ms=self.config.get_int("producer.id.expiration.ms"),
+                              background=self.log_manager.background)
         topic.partitions.append(partition)
         return partition
 

@@ -12,6 +12,8 @@ With isolation level 1 (read_committed) a partition returns only batches below i
 offset, and lists the aborted transactions (producer id, first offset) overlapping the returned
 range so the client drops their records; a long poll waits until the last stable offset passes
 the fetch position. With read_uncommitted ``aborted_transactions`` is null.
+A topic deleted while a fetch waits on it wakes the fetch, which answers that topic's partitions
+as it would a topic it never found: UNKNOWN_TOPIC_ID by id (v13+), UNKNOWN_TOPIC_OR_PARTITION by name.
 Not implemented: follower fetching (``replica_id >= 0`` is served like a consumer), preferred
 read replicas (always -1), diverging epochs (one leader epoch only).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
@@ -105,6 +108,11 @@ def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: boo
         if partition is None:
             results.append(_Result(item, item.error, None))
             continue
+        if partition.deleted:  # deleted while this fetch waited: as if it had never been found
+            by_id = isinstance(item.topic, uuid.UUID)
+            results.append(_Result(item, ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   None))
+            continue
         epoch_error = partition.check_leader_epoch(item.current_leader_epoch)
         if epoch_error:
             results.append(_Result(item, epoch_error, None))
@@ -114,6 +122,9 @@ def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: boo
                                   min_one_batch=min_one_batch, read_committed=read_committed)
         except OffsetOutOfRange:
             results.append(_Result(item, ErrorCode.OFFSET_OUT_OF_RANGE, None))
+            continue
+        except OSError:  # a segment file that cannot be read (or reopened)
+            results.append(_Result(item, ErrorCode.KAFKA_STORAGE_ERROR, None))
             continue
         if read.size:
             min_one_batch = False
@@ -139,7 +150,7 @@ def _respond(results: list[_Result], version: int, read_committed: bool, session
         read = result.read
         if read is not None:
             high_watermark, last_stable, log_start = read.high_watermark, read.last_stable_offset, read.log_start_offset
-        elif partition is not None:
+        elif partition is not None and not partition.deleted:
             high_watermark, last_stable = partition.high_watermark, partition.last_stable_offset
             log_start = partition.log_start_offset
         else:

@@ -4,13 +4,15 @@ Special timestamps: -1 latest (the high watermark, or the last stable offset for
 -2 earliest (the log start offset), -3 the record with the largest timestamp (v7+), -4 earliest
 local (v8+; the same as earliest: there is no tiered storage), -5 latest tiered (v9+; nothing is
 tiered, so offset -1). A timestamp >= 0 finds the first record at or after it through the time
-index; none gives offset -1. v0 (``max_num_offsets``) is not served, as in Kafka 4.
+index; none gives offset -1. v0 (``max_num_offsets``) is not served, as in Kafka 4. Batches are
+stored without decoding their records, so a client may have stored one whose records do not
+decode; a lookup that must read it answers CORRUPT_MESSAGE for that partition.
 """
 
 from __future__ import annotations
 
 from kafkalite.broker.handlers.registry import RequestContext, handles
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from kafkalite.protocol.messages.list_offsets_response import ListOffsetsPartitionResponse, ListOffsetsTopicResponse
 
@@ -47,14 +49,17 @@ def handle_list_offsets(context: RequestContext, request: ListOffsetsRequest) ->
                 found = (partition.last_stable_offset if read_committed else partition.high_watermark, -1)
             elif timestamp in (EARLIEST, EARLIEST_LOCAL):
                 found = (partition.log_start_offset, -1)
-            elif timestamp == MAX_TIMESTAMP:
-                hit = partition.log.max_timestamp()
-                found = None if hit is None else (hit[0], hit[1])
-            elif timestamp == LATEST_TIERED or timestamp < 0:
+            elif timestamp == LATEST_TIERED or (timestamp < 0 and timestamp != MAX_TIMESTAMP):
                 found = None
             else:
-                found = partition.log.offset_for_timestamp(timestamp)
-                if found is not None and read_committed and found[0] >= partition.last_stable_offset:
+                try:  # reads the records of stored batches, which a client may have stored corrupt
+                    found = partition.log.max_timestamp() if timestamp == MAX_TIMESTAMP else \
+                        partition.log.offset_for_timestamp(timestamp)
+                except KafkaError as exc:
+                    result.error_code = exc.error_code
+                    continue
+                if (found is not None and timestamp != MAX_TIMESTAMP and read_committed
+                        and found[0] >= partition.last_stable_offset):
                     found = None
             if found is not None:
                 result.offset, result.timestamp = found

@@ -17,11 +17,17 @@ a partition not added to the producer's ongoing transaction is refused with INVA
 (TRANSACTION_ABORTABLE from v11, as Kafka answers); while the transaction's markers are being
 written the answer is NOT_ENOUGH_REPLICAS, which every client retries (Kafka's translation of
 CONCURRENT_TRANSACTIONS for Produce).
+
+A write the disk refuses (full, a file size limit, read-only) leaves the log as it was and is
+answered KAFKA_STORAGE_ERROR for that partition, which clients retry; appends work again once there
+is room. Kafka instead takes the whole log directory offline until a restart; here reads go on,
+and only a write that could not be undone stops that partition's appends until a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable
 
@@ -38,6 +44,8 @@ from kafkalite.protocol.messages.produce_response import (
 
 _MIN_SERVED_VERSION = 3
 
+log = logging.getLogger("kafkalite.produce")
+
 
 @handles(api_key=0, min_version=0, max_version=11)
 def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None | Awaitable[
@@ -46,7 +54,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     acks = request.acks
     response = ProduceResponse()
     now_ms = int(time.time() * 1000)
-    written: list[Partition] = []
+    written: list[tuple[Partition, PartitionProduceResponse]] = []
     verify = context.cluster.transactions.verify_partition if context.cluster.verify_transactions else None
     for topic_data in request.topic_data:
         topic_response = TopicProduceResponse(name=topic_data.name)
@@ -81,6 +89,11 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
                 continue
             try:
                 appended = partition.append_from_client(records, now_ms, verify)
+            except OSError as exc:  # the disk refused the write; the log is as it was before it
+                result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                result.error_message = f"Cannot append to {partition}: {exc.strerror or exc}"
+                result.log_start_offset = partition.log_start_offset
+                continue
             except KafkaError as exc:
                 result.error_code = exc.error_code
                 if exc.error_code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
@@ -94,7 +107,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
             result.base_offset = appended.base_offset
             result.log_append_time_ms = appended.log_append_time
             result.log_start_offset = appended.log_start_offset
-            written.append(partition)
+            written.append((partition, result))
     if acks == 0:
         return None
     if acks == -1 and written and context.cluster.flush_on_ack:
@@ -102,15 +115,28 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     return response
 
 
-async def _flush_then_answer(partitions: list[Partition], response: ProduceResponse) -> ProduceResponse:
+async def _flush_then_answer(written: list[tuple[Partition, PartitionProduceResponse]],
+                             response: ProduceResponse) -> ProduceResponse:
     """fsync every partition written by this request, then answer.
 
-    Only the fsync calls leave the event loop; the log's own state is updated back on it.
+    Only the fsync calls leave the event loop; the log's own state is updated back on it. A partition
+    whose fsync fails is answered KAFKA_STORAGE_ERROR: its batch is in the log but not known durable,
+    so it is not acknowledged (a retry of an idempotent batch is answered once an fsync covers it).
     """
     loop = asyncio.get_running_loop()
-    for partition in partitions:
+    for partition, result in written:
+        if partition.deleted:  # its topic went while an earlier partition's fsync ran
+            continue
         pending = partition.log.prepare_flush()
-        if pending is not None:
+        if pending is None:
+            continue
+        try:
             await loop.run_in_executor(None, pending.run)
-            partition.log.complete_flush(pending)
+        except OSError as exc:
+            log.warning("%s: fsync failed, answering KAFKA_STORAGE_ERROR: %s", partition, exc)
+            result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+            result.error_message = f"Cannot make {partition} durable: {exc.strerror or exc}"
+            result.base_offset = -1
+            continue
+        partition.log.complete_flush(pending)
     return response

@@ -6,7 +6,7 @@ See the ``kafkalite.broker.core.group`` package docstring for the theory of oper
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,8 @@ from kafkalite.broker.core.group.records import (
     decode_key,
     decode_offset_value,
     decode_pending_txn_offset_value,
+    encode_offset_value,
+    encode_pending_txn_offset_value,
 )
 from kafkalite.broker.core.group.share_group import ShareGroup
 from kafkalite.broker.core.group.share_rebalance import (
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = ["client_host", "GroupCoordinator", "GroupDescription", "ListedGroup", "MemberDescription",
            "PartitionOffset", "OffsetToCommit"]
+
+_LONG_MAX = 2**63 - 1
 
 log = logging.getLogger("kafkalite.groups")
 
@@ -192,8 +196,8 @@ class GroupCoordinator:
                                         None if value is None else decode_pending_txn_offset_value(value))
 
     # persistence ---------------------------------------------------------------------------
-    def write(self, group_id: str, records: Sequence[Record]) -> None:
-        self.store.write(group_id, records)
+    def write(self, group_id: str, records: Sequence[Record]) -> bool:
+        return self.store.write(group_id, records)
 
     def remove_group(self, group_id: str) -> list[Record]:
         """Forget a group (not its offsets); the tombstone that records it."""
@@ -356,8 +360,10 @@ class GroupCoordinator:
                 errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 errors[key] = ErrorCode.NONE
-                accepted[key] = OffsetAndMetadata(item.offset, item.leader_epoch, metadata, now_ms,
-                                                  now_ms + retention_ms if retention_ms >= 0 else None)
+                # A retention time so long that the expiry would not fit a signed 64-bit timestamp
+                # never expires (Kafka's long arithmetic would wrap it to the past instead).
+                expire = min(now_ms + retention_ms, _LONG_MAX) if retention_ms >= 0 else None
+                accepted[key] = OffsetAndMetadata(item.offset, item.leader_epoch, metadata, now_ms, expire)
         return accepted, errors
 
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
@@ -372,7 +378,12 @@ class GroupCoordinator:
             self.classic.touch(group, member_id)
         now = self.timers.now_ms()
         accepted, errors = self._check_partitions(offsets, now, retention_ms)
-        self.write(group_id, self.offsets.commit(group_id, accepted))
+        # Written first, then applied: a commit the disk refused is neither answered nor visible.
+        records = [(OffsetCommitKey(group_id, topic, partition).encode(), encode_offset_value(value))
+                   for (topic, partition), value in accepted.items()]
+        if not self.write(group_id, records):
+            return _not_written(errors, accepted)
+        self.offsets.commit(group_id, accepted)
         return errors
 
     def fetch_offsets(self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None,
@@ -485,7 +496,12 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             return {(item.topic, item.partition): error for item in offsets}
         accepted, errors = self._check_partitions(offsets, self.timers.now_ms())
-        self.write(group_id, self.offsets.stage(group_id, producer_id, producer_epoch, accepted))
+        records = [(PendingTxnOffsetKey(producer_id, group_id, topic, partition).encode(),
+                    encode_pending_txn_offset_value(producer_epoch, value))
+                   for (topic, partition), value in accepted.items()]
+        if not self.write(group_id, records):
+            return _not_written(errors, accepted)
+        self.offsets.stage(group_id, producer_id, producer_epoch, accepted)
         return errors
 
     def complete_transaction(self, producer_id: int, commit: bool) -> None:
@@ -497,3 +513,11 @@ class GroupCoordinator:
 
     def has_pending_transactional_offsets(self, group_id: str, topic: str, partition: int) -> bool:
         return self.offsets.has_pending(group_id, topic, partition)
+
+
+def _not_written(errors: dict[tuple[str, int], ErrorCode],
+                 accepted: Mapping[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], ErrorCode]:
+    """The commit's answer when its records could not be written: NOT_COORDINATOR for the accepted
+    partitions (Kafka's answer to a storage failure of the offsets log: the client finds the
+    coordinator again and retries)."""
+    return {key: ErrorCode.NOT_COORDINATOR if key in accepted else error for key, error in errors.items()}

@@ -3,6 +3,7 @@ and the ``__consumer_offsets`` log every change is written to before its answer 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ from kafkalite.broker.core.group.share_group import ShareGroup
 from kafkalite.broker.core.group.timers import Timers
 
 __all__ = ["Group", "GroupSettings", "GroupStore", "NEW_MEMBER_JOIN_TIMEOUT_MS"]
+
+log = logging.getLogger("kafkalite.groups")
 
 Group = ClassicGroup | ConsumerGroup | ShareGroup
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000  # Kafka's fixed timeout for a new member whose JoinGroup is parked
@@ -48,14 +51,30 @@ class GroupStore:
         self.settings = settings
         self.timers = timers
         self.groups: dict[str, Group] = {}
+        self._failing = False  # the last write failed (logged once)
 
     def now_ms(self) -> int:
         return self.timers.now_ms()
 
-    def write(self, group_id: str, records: Sequence[Record]) -> None:
-        """Append ``records`` to the group's ``__consumer_offsets`` partition (nothing if empty)."""
-        if records:
+    def write(self, group_id: str, records: Sequence[Record]) -> bool:
+        """Append ``records`` to the group's ``__consumer_offsets`` partition (nothing if empty); whether
+        they were written. A storage failure (a full disk) is logged once until a write works again:
+        the change stays in memory, and is lost if the broker restarts before it is written again.
+        An offset commit, which must not be acknowledged unless written, checks the answer."""
+        if not records:
+            return True
+        try:
             self.log.append(self.log.partition_for(group_id), records, self.timers.now_ms())
+        except OSError as exc:
+            if not self._failing:
+                log.warning("cannot write group %s to %s (kept in memory only until writes work again): %s",
+                            group_id, self.log.topic_name, exc)
+            self._failing = True
+            return False
+        if self._failing:
+            log.info("writes to %s work again", self.log.topic_name)
+            self._failing = False
+        return True
 
     def store_classic(self, group: ClassicGroup, with_members: bool) -> None:
         self.write(group.group_id, [(GroupMetadataKey(group.group_id).encode(),

@@ -4,8 +4,8 @@ Modules: ``partition_log`` (``LogConfig``, the ``PartitionLog`` interface, ``Seg
 both engines share), ``segment`` (``LogSegment``), ``index`` (the ``.index`` and ``.timeindex`` files),
 ``disk`` (``DiskLog`` and ``FileSegment``), ``memory`` (``MemoryLog``), ``manager`` (``LogManager``: every
 log of the log directories, their checkpoints, periodic work, moves between directories),
-``producer_state`` (idempotent and transactional producers per partition) and ``txn_index``
-(aborted transactions per segment).
+``producer_state`` (idempotent and transactional producers per partition), ``txn_index``
+(aborted transactions per segment) and ``background`` (blocking file work, off the event loop).
 Nothing here knows about topics, groups or the network.
 
 Theory of operation
@@ -39,10 +39,14 @@ the first batch comes back whole even if it alone is larger. Batches whose last 
 
 **Durability.** Appends land in the page cache. ``flush`` fsyncs every segment holding offsets at or
 above the *recovery point*, then moves the recovery point to the log end offset. ``flush.messages`` makes
-``append`` flush after that many records; ``flush.ms`` is applied by the log manager's periodic task;
-both default to never, as in Kafka. To keep fsyncs off the event loop, split ``flush`` into
-``prepare_flush`` (loop: choose files, duplicate their descriptors), ``PendingFlush.run`` (executor: fsync
-the duplicates) and ``complete_flush`` (loop: move the recovery point); state is only touched on the loop.
+``append`` ask for a flush after that many records; ``flush.ms`` is applied by the log manager's periodic
+task; both default to never, as in Kafka. Fsyncs stay off the event loop: ``flush`` is split into
+``prepare_flush`` (loop: choose files, duplicate their descriptors), ``PendingFlush.run`` (elsewhere:
+fsync the duplicates) and ``complete_flush`` (loop: move the recovery point); state is only touched on
+the loop. A segment hands its file out again to every flush until an fsync of it has *completed*, so a
+second acks=all answer never goes out before the bytes it covers are durable. ``background`` is where
+the log room sends such work (the server's I/O thread): the periodic fsyncs with the checkpoints that
+count on them, flush.messages flushes, producer state snapshots, and removing deleted partitions.
 
 **Recovery** (on load). Segments wholly below the recovery point, and all segments after a clean
 shutdown, are trusted: only a missing or malformed index is rebuilt. After a crash every batch from the

@@ -30,18 +30,22 @@ import os
 import shutil
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Final
 
+from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.files import FileHandle, OpenFiles
 from kafkalite.broker.core.log.index import IndexCorrupt, OffsetIndex, TimeIndex, write_all
 from kafkalite.broker.core.log.partition_log import LogConfig, SegmentedLog, wall_clock_ms
 from kafkalite.broker.core.log.segment import (
+    CLEANED_SUFFIX,
     INDEX_SUFFIX,
     INT32_MAX,
     LOG_SUFFIX,
+    SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     LogSegment,
     SegmentRead,
@@ -122,18 +126,21 @@ class FileSegment(LogSegment):
     """
 
     def __init__(self, directory: Path, base_offset: int, now_ms: int, *, create: bool,
-                 files: OpenFiles | None = None) -> None:
+                 files: OpenFiles | None = None, staging: str = "") -> None:
+        """``staging``: a suffix after each file's name (``.cleaned``: a cleaned segment being written)."""
         self.directory = directory
         self.base_offset = base_offset
-        self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
+        self.log_path = directory / (segment_file_name(base_offset, LOG_SUFFIX) + staging)
         files = files if files is not None else OpenFiles(None)
+        index_path = directory / (segment_file_name(base_offset, INDEX_SUFFIX) + staging)
+        time_index_path = directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + staging)
         if create:
-            (directory / segment_file_name(base_offset, INDEX_SUFFIX)).unlink(missing_ok=True)
-            (directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX)).unlink(missing_ok=True)
+            index_path.unlink(missing_ok=True)
+            time_index_path.unlink(missing_ok=True)
         self._file = FileHandle(files, self.log_path, os.O_RDWR | os.O_APPEND,
                                 create_flags=os.O_CREAT | (os.O_TRUNC if create else 0))
-        self.offset_index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX), files)
-        self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), files)
+        self.offset_index = OffsetIndex(index_path, files)
+        self.time_index = TimeIndex(time_index_path, files)
         stat = os.fstat(self._file.descriptor())
         self.size = stat.st_size
         self.next_offset = base_offset
@@ -142,11 +149,16 @@ class FileSegment(LogSegment):
         self.first_append_ms = now_ms if self.size else None
         self.last_modified_ms = now_ms if create else int(stat.st_mtime * 1000)
         self._bytes_since_index_entry = 0
-        self._log_dirty = create
+        self._log_writes = 1 if create else 0  # writes to the .log file, and how many of them an fsync covered
+        self._log_synced = 0
+        self.torn = False  # a failed write could not be cut back: the file ends in a partial batch
         if create:
-            # Empty index files exist from the start, as in Kafka.
-            self.offset_index.replace([])
-            self.time_index.replace([])
+            try:  # empty index files exist from the start, as in Kafka
+                self.offset_index.replace([])
+                self.time_index.replace([])
+            except OSError:
+                self.close()
+                raise
 
     # --- loading -----------------------------------------------------------------------------------
 
@@ -230,7 +242,7 @@ class FileSegment(LogSegment):
         if truncated:
             os.ftruncate(self._file.descriptor(), valid)
             self.size = valid
-            self._log_dirty = True
+            self._log_writes += 1
         if self.max_timestamp >= 0 and (not time_entries or self.max_timestamp > time_entries[-1][0]):
             time_entries.append((self.max_timestamp, self.offset_of_max_timestamp - self.base_offset))
         self.offset_index.replace(offset_entries)
@@ -241,13 +253,28 @@ class FileSegment(LogSegment):
     # --- appending ---------------------------------------------------------------------------------
 
     def append(self, batch: RecordBatch, now_ms: int, index_interval_bytes: int) -> int:
+        """Write the batch at the end. If the write fails (a full disk, a file size limit, a read-only
+        file system), the file is cut back to where it ended, so nothing of the batch stays, and the
+        OSError raised; if the cut fails too, ``torn`` is set and the log takes no more appends. An
+        index entry that cannot be written is skipped (the index is sparse anyway)."""
         position = self.size
-        write_all(self._file.descriptor(), batch.buffer)
-        self._log_dirty = True
+        try:
+            write_all(self._file.descriptor(), batch.buffer)
+        except OSError:
+            self._log_writes += 1
+            try:
+                os.ftruncate(self._file.descriptor(), position)
+            except OSError:
+                self.torn = True
+            raise
+        self._log_writes += 1
         self._note_append(batch, now_ms)
         if self._bytes_since_index_entry > index_interval_bytes:
-            self.offset_index.append(batch.last_offset - self.base_offset, position)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+            try:
+                self.offset_index.append(batch.last_offset - self.base_offset, position)
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+            except OSError as exc:
+                log.warning("%s: an index entry could not be written (skipped): %s", self.log_path, exc)
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += batch.size
         return position
@@ -259,7 +286,10 @@ class FileSegment(LogSegment):
 
     def on_roll(self) -> None:
         """Kafka's onBecomeInactiveSegment: the final time index entry, then stop writing indexes."""
-        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+        try:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+        except OSError as exc:  # lookups near the end scan a little more; a rebuild restores it
+            log.warning("%s: the final time index entry could not be written: %s", self.log_path, exc)
         self.offset_index.close()
         self.time_index.close()
 
@@ -347,16 +377,21 @@ class FileSegment(LogSegment):
 
     # --- durability and lifetime -------------------------------------------------------------------
 
-    def sync_handles(self) -> list[int]:
+    def prepare_sync(self) -> tuple[list[int], Callable[[], None] | None]:
         handles = []
-        if self._log_dirty:
+        writes = self._log_writes
+        unsynced = writes > self._log_synced
+        if unsynced:
             handles.append(self._file.duplicate())
-            self._log_dirty = False
         for index in (self.offset_index, self.time_index):
             handle = index.sync_handle()
             if handle is not None:
                 handles.append(handle)
-        return handles
+        return handles, partial(self._note_synced, writes) if unsynced else None
+
+    def _note_synced(self, writes: int) -> None:
+        if writes > self._log_synced:
+            self._log_synced = writes
 
     def close(self) -> None:
         self.offset_index.close()
@@ -369,6 +404,12 @@ class FileSegment(LogSegment):
         self.offset_index.delete()
         self.time_index.delete()
 
+    def rename_files(self, log_path: Path, index_path: Path, time_index_path: Path) -> None:
+        """Follow files the caller renamed (a cleaned segment swapped in); open descriptors stay valid."""
+        self.log_path = self._file.path = log_path
+        self.offset_index.rename(index_path)
+        self.time_index.rename(time_index_path)
+
 
 class DiskLog(SegmentedLog):
     """A partition log in ``directory`` (``<data dir>/<topic>-<partition>``), in Kafka's layout.
@@ -380,7 +421,9 @@ class DiskLog(SegmentedLog):
         super().__init__(directory.name, config, now_ms)
         self.directory = directory
         self._files = files if files is not None else OpenFiles(None)
-        self._directory_dirty = True
+        self._directory_changes = 1  # new or removed files, and how many of them an fsync of the directory covered
+        self._directory_synced = 0
+        self.background: Background | None = None  # where removing a deleted partition's files runs
 
     @classmethod
     def create(cls, directory: Path, config: LogConfig, now_ms: int | None = None,
@@ -466,7 +509,9 @@ class DiskLog(SegmentedLog):
         return disk_log
 
     def _scan_directory(self) -> list[int]:
-        """Base offsets of the ``.log`` files; orphan index files are removed."""
+        """Base offsets of the ``.log`` files; orphan index files are removed, and a swap of cleaned
+        segments a crash interrupted is completed (or, before its commit point, discarded)."""
+        self._finish_swaps()
         bases: set[int] = set()
         orphans: list[Path] = []
         for path in self.directory.iterdir():
@@ -482,26 +527,105 @@ class DiskLog(SegmentedLog):
                 path.unlink(missing_ok=True)
         return sorted(bases)
 
-    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
-        self._directory_dirty = True
-        return FileSegment(self.directory, base_offset, now_ms, create=True, files=self._files)
+    def _finish_swaps(self) -> None:
+        """Log compaction writes a cleaned group to ``<base>.log.cleaned`` (with ``.index.cleaned`` and
+        ``.timeindex.cleaned``), fsyncs it, and commits by renaming the log to ``<base>.<end>.swap``:
+        then the old segments with base offsets in ``[base, end)`` are removed and the new files
+        renamed into place. Here, at load: a ``.swap`` is finished the same way; ``.cleaned`` files
+        without one are what a crash left of a cleaning never committed, and are removed."""
+        swaps: dict[int, tuple[int, Path]] = {}
+        for path in self.directory.glob("*" + SWAP_SUFFIX):
+            parts = path.name[: -len(SWAP_SUFFIX)].split(".")
+            if len(parts) == 2 and all(len(part) == 20 and part.isdigit() for part in parts):
+                swaps[int(parts[0])] = (int(parts[1]), path)
+        for base_offset, (end_offset, swap) in sorted(swaps.items()):
+            for path in self.directory.iterdir():
+                stem, suffix = path.stem, path.suffix
+                if (suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX) and len(stem) == 20 and stem.isdigit()
+                        and base_offset < int(stem) < end_offset):
+                    path.unlink()
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                cleaned = self.directory / (segment_file_name(base_offset, suffix) + CLEANED_SUFFIX)
+                if cleaned.exists():
+                    os.replace(cleaned, self.directory / segment_file_name(base_offset, suffix))
+            os.replace(swap, self.directory / segment_file_name(base_offset, LOG_SUFFIX))
+            log.info("%s: completed the swap of the cleaned segment at offset %d", self.name, base_offset)
+        for path in self.directory.glob("*" + CLEANED_SUFFIX):
+            path.unlink()
 
-    def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
-        handles = super()._sync_handles(segments)
-        if self._directory_dirty:  # new segment files must survive in the directory too
+    def new_cleaned_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        return FileSegment(self.directory, base_offset, now_ms, create=True, files=self._files, staging=CLEANED_SUFFIX)
+
+    def _commit_cleaned(self, old: Sequence[LogSegment], new: LogSegment, end_offset: int) -> None:
+        """The swap (see :meth:`_finish_swaps`): its commit point is the rename to ``.swap``. The
+        renames are made durable by an fsync of the directory, off the loop."""
+        assert isinstance(new, FileSegment)
+        base_offset = new.base_offset
+        final = [self.directory / segment_file_name(base_offset, suffix)
+                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)]
+        swap = self.directory / f"{base_offset:020d}.{end_offset:020d}{SWAP_SUFFIX}"
+        os.replace(new.log_path, swap)
+        for segment in old:
+            segment.close()
+        for segment in old[1:]:
+            segment.delete()
+        os.replace(new.offset_index.path, final[1])
+        os.replace(new.time_index.path, final[2])
+        os.replace(swap, final[0])
+        new.rename_files(*final)
+        self._directory_changes += 1
+        if self.background is not None:
+            self.background.submit(partial(_sync_directory, self.directory))
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        self._directory_changes += 1
+        try:
+            return FileSegment(self.directory, base_offset, now_ms, create=True, files=self._files)
+        except OSError:  # no room, or no right, for the new files: leave none behind
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                try:
+                    (self.directory / segment_file_name(base_offset, suffix)).unlink(missing_ok=True)
+                except OSError:
+                    pass
+            raise
+
+    def _sync_handles(self, segments: list[LogSegment]) -> tuple[list[int], list[Callable[[], None]]]:
+        handles, synced = super()._sync_handles(segments)
+        changes = self._directory_changes
+        if changes > self._directory_synced:  # new segment files must survive in the directory too
             handles.append(os.open(self.directory, os.O_RDONLY))
-            self._directory_dirty = False
-        return handles
+            synced.append(partial(self._note_directory_synced, changes))
+        return handles, synced
+
+    def _note_directory_synced(self, changes: int) -> None:
+        if changes > self._directory_synced:
+            self._directory_synced = changes
 
     def delete(self) -> None:
-        """Close and remove the partition directory (renamed to a ``-delete`` name first, as Kafka does)."""
+        """Close and remove the partition directory: renamed to a ``-delete`` name at once, as Kafka
+        does (a restart finishes removing such directories), then removed in the background."""
         self.close()
         doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}-delete")
         try:
             self.directory.rename(doomed)
         except FileNotFoundError:
             return
-        shutil.rmtree(doomed, ignore_errors=True)
+        remove = partial(shutil.rmtree, doomed, ignore_errors=True)
+        if self.background is None:
+            remove()
+        else:
+            self.background.submit(remove)
+
+
+def _sync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except FileNotFoundError:  # deleted meanwhile
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _delete_segment_files(directory: Path, base_offset: int) -> None:

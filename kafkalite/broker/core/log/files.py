@@ -12,11 +12,14 @@ an fsync through a new descriptor makes it durable like any other.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections import OrderedDict
 from pathlib import Path
 
 __all__ = ["FileHandle", "OpenFiles"]
+
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 class OpenFiles:
@@ -82,7 +85,14 @@ class FileHandle:
     def _open(self, flags: int) -> None:
         self._files._opening(self)
         try:
-            self._fd = os.open(self.path, flags, 0o644)
+            try:
+                self._fd = os.open(self.path, flags, 0o644)
+            except OSError as exc:
+                # A file system made read-only (or a file no longer writable): reads go on, writes
+                # fail with EBADF, which an append reports like any other storage failure.
+                if exc.errno not in _READ_ONLY or not flags & os.O_RDWR or flags & os.O_TRUNC:
+                    raise
+                self._fd = os.open(self.path, os.O_RDONLY)
         except BaseException:
             self._files._closed(self)
             raise

@@ -37,6 +37,7 @@ class _SparseIndex:
         self._appender = FileHandle(files if files is not None else OpenFiles(None), path,
                                     os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self._dirty = False
+        self._broken = False  # a failed write could not be cut back: no more entries
         try:
             file_size = path.stat().st_size
         except FileNotFoundError:
@@ -96,7 +97,20 @@ class _SparseIndex:
         return None if slot < 0 else (keys[slot], values[slot])
 
     def append(self, key: int, value: int) -> None:
-        write_all(self._appender.descriptor(), self.ENTRY.pack(key, value))
+        """Add an entry. If the write fails (a full disk), the file is cut back to its whole entries
+        and the OSError raised; if even that fails, the index takes no more entries (lookups use what
+        it has; a restart after a crash rebuilds it)."""
+        if self._broken:
+            return
+        fd = self._appender.descriptor()
+        try:
+            write_all(fd, self.ENTRY.pack(key, value))
+        except OSError:
+            try:
+                os.ftruncate(fd, self._count * self.ENTRY.size)
+            except OSError:
+                self._broken = True
+            raise
         if self._keys is not None and self._values is not None:
             self._keys.append(key)
             self._values.append(value)
@@ -126,6 +140,10 @@ class _SparseIndex:
 
     def close(self) -> None:
         self._appender.close()
+
+    def rename(self, path: Path) -> None:
+        """The file was renamed to ``path`` (an open descriptor stays valid)."""
+        self.path = self._appender.path = path
 
     def delete(self) -> None:
         self.close()

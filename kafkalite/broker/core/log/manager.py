@@ -27,7 +27,9 @@ nothing touches the disk.
 
 Periodic work (:meth:`LogManager.run_periodic`, called by the broker's timer every second or so):
 time-based rolls, the fsync of segments that have rolled (Kafka schedules it on roll), ``flush.ms``,
-and a checkpoint when a recovery point or log start offset moved. Retention keeps Kafka's own
+and a checkpoint when a recovery point or log start offset moved. The fsyncs and checkpoint files
+are written by one job on :attr:`LogManager.background` (the server's I/O thread), checkpoints after
+the fsyncs they count on; recovery points move back on the loop once it is done. Retention keeps Kafka's own
 schedule: the first check ``log.initial.task.delay.ms`` after :meth:`LogManager.open`, then one every
 ``log.retention.check.interval.ms`` at a fixed rate (a tick that comes late runs it once, not once per
 missed period).
@@ -43,18 +45,21 @@ import shutil
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Final
 
+from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.disk import DiskLog
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.memory import MemoryLog
-from kafkalite.broker.core.log.partition_log import LogConfig, LogError, PartitionLog, wall_clock_ms
+from kafkalite.broker.core.log.partition_log import LogConfig, LogError, PartitionLog, PendingFlush, wall_clock_ms
 
 log = logging.getLogger("kafkalite.log_manager")
 
 __all__ = [
+    "CLEANER_OFFSET_CHECKPOINT",
     "CLEAN_SHUTDOWN_FILE",
     "LOG_START_OFFSET_CHECKPOINT",
     "PARTITION_METADATA",
@@ -70,6 +75,7 @@ TopicPartition = tuple[str, int]
 
 RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT: Final = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 PARTITION_METADATA: Final = "partition.metadata"
 _DELETE_SUFFIX: Final = "-delete"
@@ -103,6 +109,15 @@ class LogManager:
         self._roll_due: dict[TopicPartition, int] = {}
         self._checkpointed_offsets: dict[TopicPartition, tuple[int, int]] = {}
         self._stale_dirs: set[Path] = set()  # directories whose checkpoints are not written yet
+        # Blocking file work (fsyncs, checkpoints, snapshots, removing deleted partitions) runs here;
+        # the server gives it an I/O thread. One periodic job at a time; flush.messages flushes apart.
+        self.background = Background()
+        self._periodic_io_running = False
+        self._flush_requested: set[TopicPartition] = set()
+        # Log compaction: each compacted log's first dirty offset (cleaner-offset-checkpoint), and the
+        # directories whose file must be written again.
+        self.cleaner_offsets: dict[TopicPartition, int] = {}
+        self._cleaner_stale: set[Path] = set()
 
     # --- opening -----------------------------------------------------------------------------------
 
@@ -148,6 +163,7 @@ class LogManager:
         clean_shutdown = (root / CLEAN_SHUTDOWN_FILE).exists()
         recovery_points = read_offset_checkpoint(root / RECOVERY_POINT_CHECKPOINT)
         log_start_offsets = read_offset_checkpoint(root / LOG_START_OFFSET_CHECKPOINT)
+        self.cleaner_offsets.update(read_offset_checkpoint(root / CLEANER_OFFSET_CHECKPOINT))
         for directory in sorted(root.iterdir()):
             if not directory.is_dir():
                 continue
@@ -305,6 +321,8 @@ class LogManager:
         if root is not None:
             self._stale_dirs.add(root)
         self._checkpointed_offsets.pop((topic, partition), None)
+        if self.cleaner_offsets.pop((topic, partition), None) is not None and root is not None:
+            self._cleaner_stale.add(root)
         if partition_log is not None:
             partition_log.delete()
         if not self.logs_for_topic(topic):
@@ -316,6 +334,9 @@ class LogManager:
         """Keep ``partition_log`` as the log of ``key``; it tells the manager when it changes."""
         self.logs[key] = partition_log
         partition_log.on_change = partial(self._changed.add, key)
+        partition_log.on_flush_due = partial(self._flush_now, key)
+        if isinstance(partition_log, DiskLog):
+            partition_log.background = self.background
         self._changed.add(key)
 
     def run_periodic(self, now_ms: int) -> int:
@@ -324,7 +345,10 @@ class LogManager:
 
         Only what changed or falls due is touched: logs report their changes (``on_change``), rolls
         by age wait in a deadline queue, and only logs with unflushed data are revisited, so an idle
-        broker's tick costs nothing however many partitions it holds.
+        broker's tick costs nothing however many partitions it holds. The fsyncs and the checkpoint
+        files are written by one background job (:attr:`background`), the checkpoints after the
+        fsyncs they count on; the recovery points move when it is done. While a tick's job is still
+        running, later ticks leave their flushes and checkpoints for the one after it ends.
         """
         deleted = 0
         due = self.next_retention_check_ms
@@ -353,63 +377,160 @@ class LogManager:
                 self._roll_due[key] = deadline
                 heapq.heappush(self._roll_queue, (deadline, key))
             self._unflushed.add(key)
+        if self._periodic_io_running:
+            self._changed |= changed  # the next tick sees them again
+            return deleted
+        flushes: list[tuple[TopicPartition, PartitionLog, PendingFlush]] = []
         for key in list(self._unflushed):
             unflushed = self.logs.get(key)
-            if unflushed is None or not self._flush_due(unflushed, now_ms):
+            pending, keep = (None, False) if unflushed is None else self._due_flush(unflushed, now_ms)
+            if pending is not None and unflushed is not None:
+                flushes.append((key, unflushed, pending))
+            if not keep:
                 self._unflushed.discard(key)
-        changed |= self._changed  # the flushes above moved recovery points
-        self._changed.clear()
-        self.checkpoint(changed=changed)
+        changed |= {key for key, _, _ in flushes}
+        self._write_in_background(flushes, self._checkpoint_plan(changed, targets={
+            key: pending.target for key, _, pending in flushes}))
         return deleted
 
-    def _flush_due(self, partition_log: PartitionLog, now_ms: int) -> bool:
-        """Fsync what is due (rolled segments; flush.ms); whether the log still has something pending."""
-        active_base = partition_log.active_segment_base_offset
-        if partition_log.recovery_point < active_base:
-            partition_log.flush(now_ms, up_to_offset=active_base)
+    def _due_flush(self, partition_log: PartitionLog, now_ms: int) -> tuple[PendingFlush | None, bool]:
+        """What to fsync now (rolled segments; everything when flush.ms has passed), and whether the
+        log must be looked at again on a later tick (flush.ms not reached yet)."""
+        target = None
+        if partition_log.recovery_point < partition_log.active_segment_base_offset:
+            target = partition_log.active_segment_base_offset
+        keep = False
         flush_ms = partition_log.config.flush_ms
-        if flush_ms is None:
-            return False
-        if partition_log.recovery_point >= partition_log.log_end_offset:
-            return False
-        if now_ms - partition_log.last_flush_ms >= flush_ms:
-            partition_log.flush(now_ms)
-            return False
-        return True
+        if flush_ms is not None and partition_log.recovery_point < partition_log.log_end_offset:
+            if now_ms - partition_log.last_flush_ms >= flush_ms:
+                target = partition_log.log_end_offset
+            else:
+                keep = True
+        return (None if target is None else partition_log.prepare_flush(target)), keep
+
+    def _write_in_background(self, flushes: list[tuple[TopicPartition, PartitionLog, PendingFlush]],
+                             plan: list[_CheckpointPlan]) -> None:
+        """One job: the fsyncs, then the checkpoints that count on them; back on the loop, move the
+        recovery points. A failure (a full disk...) is logged, and everything is tried again next tick."""
+        if not flushes and not plan:
+            return
+        pendings = [pending for _, _, pending in flushes]
+        files = [(entry.root / name, data) for entry in plan for name, data in entry.files()]
+
+        def work() -> None:
+            failure: OSError | None = None
+            for pending in pendings:  # each closes its descriptors, whatever happens to the others
+                try:
+                    pending.run()
+                except OSError as exc:
+                    failure = failure or exc
+            if failure is not None:
+                raise failure
+            for path, data in files:
+                _write_durably(path, data)
+
+        def then(exc: BaseException | None) -> None:
+            self._periodic_io_running = False
+            if exc is not None:
+                log.warning("could not flush or checkpoint the logs (will try again): %s", exc)
+                for key, _, _ in flushes:
+                    self._unflushed.add(key)
+                self._changed.update(key for key, _, _ in flushes)
+                self._stale_dirs.update(entry.root for entry in plan)
+                return
+            for key, partition_log, pending in flushes:
+                if self.logs.get(key) is partition_log:
+                    partition_log.complete_flush(pending)
+            for entry in plan:
+                self._checkpoint_written(entry)
+
+        self._periodic_io_running = True
+        self.background.submit(work, then)
+
+    def _flush_now(self, key: TopicPartition) -> None:
+        """flush.messages was reached: fsync the whole log off the loop, now."""
+        partition_log = self.logs.get(key)
+        if partition_log is None or key in self._flush_requested:
+            return
+        pending = partition_log.prepare_flush()
+        if pending is None:
+            return
+        self._flush_requested.add(key)
+
+        def then(exc: BaseException | None) -> None:
+            self._flush_requested.discard(key)
+            if exc is not None:
+                log.warning("could not flush %s-%d: %s", key[0], key[1], exc)
+            elif self.logs.get(key) is partition_log and pending is not None:
+                partition_log.complete_flush(pending)
+
+        self.background.submit(pending.run, then)
 
     def checkpoint(self, *, force: bool = False, changed: set[TopicPartition] | None = None) -> None:
         """Write each log directory's recovery-point and log-start-offset checkpoints: all of them when
-        ``force``d, else those of the directories where a log in ``changed`` (default: any) moved."""
+        ``force``d, else those of the directories where a log in ``changed`` (default: any) moved.
+        Blocks for the fsyncs (opening, closing, moving a log); the periodic task writes them in the background."""
+        for entry in self._checkpoint_plan(changed, force=force):
+            for name, data in entry.files():
+                _write_durably(entry.root / name, data)
+            self._checkpoint_written(entry)
+
+    def _checkpoint_plan(self, changed: set[TopicPartition] | None, *, force: bool = False,
+                         targets: Mapping[TopicPartition, int] | None = None) -> list[_CheckpointPlan]:
+        """The checkpoints to write: every directory's when ``force``d, else those of the directories
+        where a log in ``changed`` moved. ``targets`` are recovery points that fsyncs about to run
+        will reach (the checkpoint is written after them)."""
+        targets = targets or {}
         if changed is not None and not force:
-            roots = set(self._stale_dirs)
+            roots = set(self._stale_dirs) | self._cleaner_stale
             for key in changed:
                 partition_log = self.logs.get(key)
-                current = None if partition_log is None else (partition_log.recovery_point,
+                current = None if partition_log is None else (max(partition_log.recovery_point,
+                                                                  targets.get(key, -1)),
                                                              partition_log.log_start_offset)
                 if self._checkpointed_offsets.get(key) != current:
                     root = self._dir_of.get(key)
                     if root is not None:
                         roots.add(root)
             if not roots:
-                return
+                return []
         else:
             roots = set(self.log_dirs)
         self._stale_dirs |= roots  # until written: a failed write is retried on the next tick
+        plan = []
         for root in self.log_dirs:
             if root not in roots:
                 continue
             here = [key for key, where in self._dir_of.items() if where == root]
-            recovery_points = {key: self.logs[key].recovery_point for key in here}
+            recovery_points = {key: max(self.logs[key].recovery_point, targets.get(key, -1)) for key in here}
             log_start_offsets = {key: self.logs[key].log_start_offset for key in here}
-            if not force and self._checkpointed.get(root) == (recovery_points, log_start_offsets):
+            cleaner_offsets = {key: self.cleaner_offsets[key] for key in here if key in self.cleaner_offsets}
+            if (not force and root not in self._cleaner_stale
+                    and self._checkpointed.get(root) == (recovery_points, log_start_offsets)):
                 self._stale_dirs.discard(root)
                 continue
-            write_offset_checkpoint(root / RECOVERY_POINT_CHECKPOINT, recovery_points)
-            write_offset_checkpoint(root / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
-            self._checkpointed[root] = (recovery_points, log_start_offsets)
-            self._stale_dirs.discard(root)
-            for key in here:
-                self._checkpointed_offsets[key] = (recovery_points[key], log_start_offsets[key])
+            plan.append(_CheckpointPlan(root, recovery_points, log_start_offsets, cleaner_offsets,
+                                        bool(cleaner_offsets) or root in self._cleaner_stale))
+        return plan
+
+    def set_cleaner_offset(self, topic: str, partition: int, offset: int) -> None:
+        """Log compaction cleaned the log up to ``offset``: its ``cleaner-offset-checkpoint`` entry
+        (written by the next periodic checkpoint)."""
+        key = (topic, partition)
+        if self.cleaner_offsets.get(key) == offset:
+            return
+        self.cleaner_offsets[key] = offset
+        root = self._dir_of.get(key)
+        if root is not None:
+            self._cleaner_stale.add(root)
+
+    def _checkpoint_written(self, entry: _CheckpointPlan) -> None:
+        self._checkpointed[entry.root] = (entry.recovery_points, entry.log_start_offsets)
+        self._stale_dirs.discard(entry.root)
+        if all(self.cleaner_offsets.get(key) == offset for key, offset in entry.cleaner_offsets.items()):
+            self._cleaner_stale.discard(entry.root)
+        for key in entry.recovery_points:
+            self._checkpointed_offsets[key] = (entry.recovery_points[key], entry.log_start_offsets[key])
 
     def close(self, clean: bool = True) -> None:
         """Close every log. ``clean``: flush each, checkpoint, then write the clean-shutdown marker."""
@@ -459,9 +580,32 @@ def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
 
 def write_offset_checkpoint(path: Path, entries: Mapping[TopicPartition, int]) -> None:
     """Write a Kafka offset checkpoint file atomically (tmp, fsync, rename, fsync the directory)."""
+    _write_durably(path, offset_checkpoint_bytes(entries))
+
+
+def offset_checkpoint_bytes(entries: Mapping[TopicPartition, int]) -> bytes:
+    """A Kafka offset checkpoint file's content: a version line, a count line, ``topic partition offset`` lines."""
     lines = [str(_CHECKPOINT_VERSION), str(len(entries))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
-    _write_durably(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class _CheckpointPlan:
+    """The checkpoints of one log directory, decided on the loop, to be written anywhere."""
+
+    root: Path
+    recovery_points: dict[TopicPartition, int]
+    log_start_offsets: dict[TopicPartition, int]
+    cleaner_offsets: dict[TopicPartition, int]
+    write_cleaner_offsets: bool  # there are some, or the file lists some that are gone
+
+    def files(self) -> list[tuple[str, bytes]]:
+        files = [(RECOVERY_POINT_CHECKPOINT, offset_checkpoint_bytes(self.recovery_points)),
+                 (LOG_START_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.log_start_offsets))]
+        if self.write_cleaner_offsets:
+            files.append((CLEANER_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.cleaner_offsets)))
+        return files
 
 
 def _read_partition_metadata(directory: Path) -> uuid.UUID | None:

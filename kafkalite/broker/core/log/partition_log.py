@@ -7,12 +7,13 @@ subclasses of :class:`SegmentedLog`.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import time
 from abc import ABC, abstractmethod
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
@@ -22,7 +23,8 @@ from kafkalite.broker.core.log.segment import (
     LogSegment,
 )
 from kafkalite.protocol.errors import ErrorCode, KafkaError
-from kafkalite.protocol.records import RecordBatch
+from kafkalite.protocol.exceptions import CorruptRecordError
+from kafkalite.protocol.records import Record, RecordBatch
 
 log = logging.getLogger("kafkalite.log")
 
@@ -57,8 +59,9 @@ class LogConfig:
 
     ``retention_ms`` / ``retention_bytes`` of -1 mean unlimited; ``flush_messages`` / ``flush_ms`` of
     None mean never (Kafka's Long.MAX_VALUE). Retention applies only when ``cleanup_policy`` includes
-    ``delete``; ``compact`` is accepted but nothing compacts, so such logs keep everything.
-    ``file_delete_delay_ms`` is accepted and ignored (files go at once).
+    ``delete``; log compaction (``kafkalite.broker.core.log.cleaner``) only when it includes
+    ``compact``, with ``delete_retention_ms``, ``min_compaction_lag_ms``, ``max_compaction_lag_ms``
+    and ``min_cleanable_dirty_ratio``. ``file_delete_delay_ms`` is accepted and ignored (files go at once).
     """
 
     segment_bytes: int = 1024 * 1024 * 1024
@@ -71,6 +74,10 @@ class LogConfig:
     flush_ms: int | None = None
     cleanup_policy: str = "delete"
     file_delete_delay_ms: int = 60_000
+    delete_retention_ms: int = _DAY_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
 
     def __post_init__(self) -> None:
         if not 14 <= self.segment_bytes <= INT32_MAX:
@@ -95,6 +102,19 @@ class LogConfig:
     def deletes(self) -> bool:
         """Whether retention may delete segments (cleanup.policy includes delete)."""
         return "delete" in {part.strip() for part in self.cleanup_policy.split(",")}
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the log cleaner compacts the log (cleanup.policy includes compact)."""
+        return "compact" in {part.strip() for part in self.cleanup_policy.split(",")}
+
+    @property
+    def max_segment_ms(self) -> int:
+        """How long a segment stays active: segment.ms, or max.compaction.lag.ms if shorter on a
+        compacted log (Kafka's LogConfig.maxSegmentMs: the active segment is never cleaned)."""
+        if self.compacts and self.max_compaction_lag_ms > 0:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,14 +177,19 @@ class ReadResult:
 
 
 class PendingFlush:
-    """Fsyncs decided on the event loop, to run anywhere: it owns duplicate file descriptors only."""
+    """Fsyncs decided on the event loop, to run anywhere: it owns duplicate file descriptors only.
 
-    __slots__ = ("handles", "messages", "target")
+    ``synced`` is called back on the loop (by ``complete_flush``) once ``run`` returned: it tells each
+    segment which of its writes are now durable."""
 
-    def __init__(self, target: int, messages: int, handles: list[int]) -> None:
+    __slots__ = ("handles", "messages", "synced", "target")
+
+    def __init__(self, target: int, messages: int, handles: list[int],
+                 synced: list[Callable[[], None]] | None = None) -> None:
         self.target = target  # the recovery point once these files are durable
         self.messages = messages  # appended records this flush covers (for flush.messages)
         self.handles = handles
+        self.synced = synced or []
 
     def run(self) -> None:
         """Fsync and close every descriptor. Thread-safe; call once."""
@@ -182,6 +207,7 @@ class PartitionLog(Protocol):
 
     config: LogConfig
     on_change: Callable[[], None] | None  # told of every append, roll, flush and deletion (the log manager)
+    on_flush_due: Callable[[], None] | None  # told when flush.messages asks for a flush (the log manager)
 
     @property
     def directory(self) -> Path | None:
@@ -219,6 +245,17 @@ class PartitionLog(Protocol):
     def delete(self) -> None: ...
 
 
+def _stored_records(batch: RecordBatch, name: str) -> Iterator[Record]:
+    """The records of a stored batch. A batch is stored without decoding its records, so a client
+    may have stored one whose compressed records do not decode: that is CORRUPT_MESSAGE for whoever
+    asks, not a broker failure."""
+    try:
+        yield from batch.records()
+    except CorruptRecordError as exc:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                         f"the batch at offset {batch.base_offset} of {name} does not decode: {exc}") from None
+
+
 # --------------------------------------------------------------------------------------------------
 # The logic both engines share
 
@@ -239,6 +276,9 @@ class SegmentedLog(ABC):
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
         self.on_change: Callable[[], None] | None = None
+        self.on_flush_due: Callable[[], None] | None = None
+        self._failing = False  # the last append failed (logged once)
+        self._offline: str | None = None  # why appends are refused until a restart (a write not undone)
 
     # --- subclass hooks ----------------------------------------------------------------------------
 
@@ -246,9 +286,30 @@ class SegmentedLog(ABC):
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         """Create an empty segment at ``base_offset``."""
 
-    def _sync_handles(self, segments: list[LogSegment]) -> list[int]:
-        """Descriptors to fsync so that ``segments`` are durable (see :meth:`LogSegment.sync_handles`)."""
-        return [handle for segment in segments for handle in segment.sync_handles()]
+    def new_cleaned_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        """An empty segment to write a cleaned group into, not yet part of the log (log compaction)."""
+        return self._new_segment(base_offset, now_ms)
+
+    def discard_cleaned_segment(self, segment: LogSegment) -> None:
+        """Drop a cleaned segment that will not be swapped in."""
+        segment.delete()
+
+    def _commit_cleaned(self, old: Sequence[LogSegment], new: LogSegment, end_offset: int) -> None:
+        """Put ``new`` in place of ``old`` in the engine's storage (offsets ``[old[0].base, end_offset)``)."""
+        for segment in old:
+            segment.delete()
+
+    def _sync_handles(self, segments: list[LogSegment]) -> tuple[list[int], list[Callable[[], None]]]:
+        """Descriptors to fsync so that ``segments`` are durable, and what to call once they are (see
+        :meth:`LogSegment.prepare_sync`)."""
+        handles: list[int] = []
+        synced: list[Callable[[], None]] = []
+        for segment in segments:
+            more, done = segment.prepare_sync()
+            handles += more
+            if done is not None:
+                synced.append(done)
+        return handles, synced
 
     # --- state -------------------------------------------------------------------------------------
 
@@ -288,6 +349,36 @@ class SegmentedLog(ABC):
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
 
+    def segments_between(self, start_offset: int, end_offset: int) -> list[LogSegment]:
+        """The segments holding offsets in ``[start_offset, end_offset)``, never the active one."""
+        found = []
+        for index in range(len(self._segments) - 1):
+            segment = self._segments[index]
+            if self._segments[index + 1].base_offset <= start_offset:
+                continue
+            if segment.base_offset >= end_offset:
+                break
+            found.append(segment)
+        return found
+
+    def replace_segments(self, old: Sequence[LogSegment], new: LogSegment) -> bool:
+        """Swap the cleaned segment ``new`` in for the consecutive segments ``old`` (log compaction);
+        False, and nothing changed, when ``old`` are no longer consecutive segments of the log below
+        the active one (retention or DeleteRecords removed some meanwhile)."""
+        if not old:
+            return False
+        first = next((index for index, segment in enumerate(self._segments) if segment is old[0]), None)
+        if first is None or first + len(old) >= len(self._segments):
+            return False
+        if any(self._segments[first + index] is not segment for index, segment in enumerate(old)):
+            return False
+        self._commit_cleaned(old, new, self._segments[first + len(old)].base_offset)
+        self._segments[first:first + len(old)] = [new]
+        self._bases[first:first + len(old)] = [new.base_offset]
+        if self.on_change is not None:
+            self.on_change()
+        return True
+
     def _segment_index_for(self, offset: int) -> int:
         """Index of the segment whose range holds ``offset`` (the last with base <= offset), at least 0."""
         return max(bisect_right(self._bases, offset) - 1, 0)
@@ -301,18 +392,41 @@ class SegmentedLog(ABC):
             raise RecordBatchTooLarge(
                 f"batch of {record_batch.size} bytes is larger than segment.bytes={self.config.segment_bytes}"
             )
+        if self._offline is not None:
+            raise OSError(errno.EIO, f"{self.name} takes no appends until the broker restarts: {self._offline}")
         base_offset = self.log_end_offset
         record_batch.set_base_offset(base_offset)
-        self._roll_before_append(record_batch, now_ms)
-        active = self._segments[-1]
-        position = active.append(record_batch, now_ms, self.config.index_interval_bytes)
+        try:
+            self._roll_before_append(record_batch, now_ms)
+            active = self._segments[-1]
+            position = active.append(record_batch, now_ms, self.config.index_interval_bytes)
+        except OSError as exc:
+            self._append_failed(exc)
+            raise
+        if self._failing:
+            self._failing = False
+            log.info("%s: appends work again", self.name)
         self._unflushed_messages += max(record_batch.records_count, 1)
         flush_messages = self.config.flush_messages
         if flush_messages is not None and self._unflushed_messages >= flush_messages:
-            self.flush(now_ms)
+            if self.on_flush_due is not None:
+                self.on_flush_due()  # the log manager fsyncs off the loop, at once
+            else:
+                self.flush(now_ms)
         if self.on_change is not None:
             self.on_change()
         return AppendResult(base_offset, record_batch.last_offset, active.base_offset, position)
+
+    def _append_failed(self, exc: OSError) -> None:
+        """An append failed and left the log as it was (or, if the segment could not be cut back,
+        ``torn``: then the log goes offline for appends). Logged once until appends work again."""
+        if self._segments[-1].torn:
+            self._offline = f"a failed write could not be undone ({exc})"
+            log.error("%s: %s; appends are refused until a restart recovers the log", self.name, self._offline)
+            return
+        if not self._failing:
+            self._failing = True
+            log.warning("%s: cannot append (answering KAFKA_STORAGE_ERROR until it can): %s", self.name, exc)
 
     def _roll_before_append(self, batch: RecordBatch, now_ms: int) -> None:
         active = self._segments[-1]
@@ -326,7 +440,7 @@ class SegmentedLog(ABC):
             waited = now_ms - (active.first_append_ms if active.first_append_ms is not None else now_ms)
         if (
             active.size + batch.size > config.segment_bytes
-            or waited > config.segment_ms
+            or waited > config.max_segment_ms
             or active.is_index_full(config.segment_index_bytes)
             or batch.last_offset - active.base_offset > INT32_MAX
         ):
@@ -338,7 +452,8 @@ class SegmentedLog(ABC):
         if active.size == 0:
             return False
         first_append_ms = active.first_append_ms if active.first_append_ms is not None else now_ms
-        if now_ms - first_append_ms > self.config.segment_ms or active.is_index_full(self.config.segment_index_bytes):
+        if now_ms - first_append_ms > self.config.max_segment_ms or active.is_index_full(
+                self.config.segment_index_bytes):
             self._roll(now_ms)
             return True
         return False
@@ -348,14 +463,15 @@ class SegmentedLog(ABC):
         active = self._segments[-1]
         if active.size == 0 or active.first_append_ms is None:
             return None
-        return active.first_append_ms + self.config.segment_ms + 1
+        return active.first_append_ms + self.config.max_segment_ms + 1
 
     def _roll(self, now_ms: int) -> None:
         active = self._segments[-1]
         if active.size == 0:
             return
+        new_segment = self._new_segment(active.next_offset, now_ms)  # first: if it fails, nothing changed
         active.on_roll()
-        self._add_segment(self._new_segment(active.next_offset, now_ms))
+        self._add_segment(new_segment)
         log.debug("Rolled %s at offset %d", self.name, active.next_offset)
         if self.on_change is not None:
             self.on_change()
@@ -397,7 +513,7 @@ class SegmentedLog(ABC):
             for batch in segment.batches_near_timestamp(timestamp_ms, start_offset):
                 if batch.max_timestamp < timestamp_ms or batch.last_offset < start_offset:
                     continue
-                for record in batch.records():
+                for record in _stored_records(batch, self.name):
                     if record.offset >= start_offset and record.timestamp >= timestamp_ms:
                         return record.offset, record.timestamp
         return None
@@ -413,7 +529,7 @@ class SegmentedLog(ABC):
             return None
         batch = next(best.batches_from(best.offset_of_max_timestamp), None)
         if batch is not None:
-            for record in batch.records():
+            for record in _stored_records(batch, self.name):
                 if record.timestamp == best.max_timestamp:
                     return record.offset, record.timestamp
         return best.offset_of_max_timestamp, best.max_timestamp
@@ -524,11 +640,15 @@ class SegmentedLog(ABC):
         if target <= self._recovery_point:
             return None
         first = self._segment_index_for(self._recovery_point)
-        handles = self._sync_handles([segment for segment in self._segments[first:] if segment.base_offset < target])
-        return PendingFlush(target, self._unflushed_messages if target == self.log_end_offset else 0, handles)
+        handles, synced = self._sync_handles([segment for segment in self._segments[first:]
+                                              if segment.base_offset < target])
+        return PendingFlush(target, self._unflushed_messages if target == self.log_end_offset else 0, handles,
+                            synced)
 
     def complete_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None:
         """After :meth:`PendingFlush.run` returned: move the recovery point (on the event loop)."""
+        for synced in pending.synced:
+            synced()
         self._recovery_point = max(self._recovery_point, pending.target)
         self._unflushed_messages = max(self._unflushed_messages - pending.messages, 0)
         self._last_flush_ms = wall_clock_ms() if now_ms is None else now_ms
@@ -541,7 +661,8 @@ class SegmentedLog(ABC):
         self._segments[-1].on_roll()
         if flush:
             first = self._segment_index_for(self._recovery_point)
-            PendingFlush(self.log_end_offset, 0, self._sync_handles(self._segments[first:])).run()
+            handles, _ = self._sync_handles(self._segments[first:])
+            PendingFlush(self.log_end_offset, 0, handles).run()
             self._recovery_point = self.log_end_offset
             self._unflushed_messages = 0
         for segment in self._segments:

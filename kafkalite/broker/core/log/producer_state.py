@@ -57,7 +57,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from kafkalite.broker.core.log.txn_index import AbortedTransactionIndex, AbortedTxn
+from kafkalite.broker.core.log.txn_index import AbortedTransactionIndex, AbortedTxn, sync_files
 from kafkalite.protocol._crc32c import crc32c
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
@@ -70,6 +70,7 @@ log = logging.getLogger("kafkalite.producer_state")
 
 __all__ = [
     "BatchMetadata",
+    "PendingSnapshot",
     "ProducerStateEntry",
     "ProducerStateManager",
     "SNAPSHOT_SUFFIX",
@@ -87,6 +88,26 @@ _ENTRY = struct.Struct(">qhiqqb")
 _BATCH = struct.Struct(">iiqqq")
 _REPLAY_CHUNK: Final = 4 * 1024 * 1024
 
+
+
+class PendingSnapshot:
+    """A producer state snapshot decided on the event loop, to write anywhere (it owns bytes and paths only)."""
+
+    __slots__ = ("path", "data", "sync_first", "obsolete")
+
+    def __init__(self, path: Path, data: bytes, sync_first: list[Path], obsolete: list[Path]) -> None:
+        self.path = path
+        self.data = data
+        self.sync_first = sync_first  # aborted-transaction index files to fsync before the snapshot lands
+        self.obsolete = obsolete  # older snapshots to remove once it has
+
+    def run(self) -> None:
+        sync_files(self.sync_first)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(self.data)
+        os.replace(tmp, self.path)
+        for path in self.obsolete:
+            path.unlink(missing_ok=True)
 
 
 class BatchMetadata(NamedTuple):
@@ -293,23 +314,38 @@ class ProducerStateManager:
         return self._snapshot_offsets[-1] if self._snapshot_offsets else None
 
     def take_snapshot(self, log_end_offset: int, *, force: bool = False) -> Path | None:
-        """Write ``<log end offset>.snapshot`` unless the newest one already says the same."""
+        """Write ``<log end offset>.snapshot`` unless the newest one already says the same (blocks;
+        ``prepare_snapshot`` is the same in two halves, for writing off the event loop)."""
+        pending = self.prepare_snapshot(log_end_offset, force=force)
+        if pending is None:
+            return None
+        pending.run()
+        return pending.path
+
+    def prepare_snapshot(self, log_end_offset: int, *, force: bool = False) -> PendingSnapshot | None:
+        """The snapshot of the state now, as bytes to write with :meth:`PendingSnapshot.run` (anywhere:
+        it touches no state), or None when the newest snapshot already says the same. The older
+        snapshots beyond the two kept are removed by ``run``, after the new one is written."""
         if self.directory is None:
             return None
         if not force and not self._changed and self.latest_snapshot_offset == log_end_offset:
             return None
-        self.aborted.sync()  # a snapshot must never cover an abort the index could still lose
         path = self.directory / f"{log_end_offset:020d}{SNAPSHOT_SUFFIX}"
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(encode_snapshot(self.producers.values()))
-        os.replace(tmp, path)
+        # A snapshot must never cover an abort the index could still lose: run() fsyncs these first.
+        pending = PendingSnapshot(path, encode_snapshot(self.producers.values()), self.aborted.take_unsynced(), [])
         if log_end_offset not in self._snapshot_offsets:
             self._snapshot_offsets.append(log_end_offset)
             self._snapshot_offsets.sort()
         while len(self._snapshot_offsets) > _SNAPSHOTS_KEPT:
-            self._delete_snapshot(self._snapshot_offsets[0])
+            pending.obsolete.append(self.directory / f"{self._snapshot_offsets.pop(0):020d}{SNAPSHOT_SUFFIX}")
         self._changed = False
-        return path
+        return pending
+
+    def snapshot_failed(self, pending: PendingSnapshot) -> None:
+        """``pending.run`` failed: the aborted-transaction files it was to fsync still need it, and the
+        state must be written again."""
+        self.aborted.restore_unsynced(pending.sync_first)
+        self._changed = True
 
     def _delete_snapshot(self, offset: int) -> None:
         if self.directory is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -18,14 +18,16 @@ from kafkalite.protocol.records import NO_TIMESTAMP, RecordBatch
 
 log = logging.getLogger("kafkalite.log")
 
-__all__ = ["INDEX_SUFFIX", "INT32_MAX", "LOG_SUFFIX", "TIME_INDEX_SUFFIX", "Buffer", "LogSegment", "SegmentRead",
-           "segment_file_name"]
+__all__ = ["CLEANED_SUFFIX", "INDEX_SUFFIX", "INT32_MAX", "LOG_SUFFIX", "SWAP_SUFFIX", "TIME_INDEX_SUFFIX", "Buffer",
+           "LogSegment", "SegmentRead", "segment_file_name"]
 
 Buffer = bytes | bytearray | memoryview
 
 LOG_SUFFIX: Final = ".log"
 INDEX_SUFFIX: Final = ".index"
 TIME_INDEX_SUFFIX: Final = ".timeindex"
+CLEANED_SUFFIX: Final = ".cleaned"  # after a segment file's name: a cleaned segment being written
+SWAP_SUFFIX: Final = ".swap"  # <base>.<end>.swap: a cleaned segment committed, replacing [base, end)
 
 INT32_MAX: Final = 2**31 - 1
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -64,6 +66,7 @@ class LogSegment(ABC):
     offset_of_max_timestamp: int
     first_append_ms: int | None
     last_modified_ms: int
+    torn: bool = False  # a failed append could not be undone: the segment ends in a partial batch
 
     @abstractmethod
     def append(self, batch: RecordBatch, now_ms: int, index_interval_bytes: int) -> int:
@@ -91,10 +94,12 @@ class LogSegment(ABC):
     def on_roll(self) -> None:
         """Called when the segment stops being the active one."""
 
-    def sync_handles(self) -> list[int]:
-        """New file descriptors (dups) for every file written since the last call, for the caller to
-        fsync and close, possibly on another thread; memory segments have none."""
-        return []
+    def prepare_sync(self) -> tuple[list[int], Callable[[], None] | None]:
+        """New file descriptors (dups) of every file written since the last *completed* fsync, for the
+        caller to fsync and close, possibly on another thread, and what to call (on the loop) once they
+        are fsynced; memory segments have none. A file whose fsync is still running is handed out
+        again, so a second flush never answers before the bytes it covers are durable."""
+        return [], None
 
     def close(self) -> None:
         """Release files (no-op for memory)."""

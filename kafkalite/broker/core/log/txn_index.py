@@ -131,6 +131,26 @@ class AbortedTransactionIndex:
             os.close(fd)
         self._unsynced.add(path)
 
+    def forget(self, entries: Sequence[AbortedTxn]) -> None:
+        """Drop entries whose transactions have no record left (log compaction removed them all, and
+        may now remove the ABORT marker too): a read_committed fetch must not be told of an abort
+        whose marker it will never see. Their files are rewritten without them."""
+        doomed = set(entries)
+        if not doomed or not doomed & set(self._entries):
+            return
+        kept = [entry for entry in self._entries if entry not in doomed]
+        self._entries[:] = kept
+        self._last_offsets[:] = [entry.last_offset for entry in kept]
+        if self.directory is None:
+            return
+        for path in sorted(self.directory.glob("*" + TXN_INDEX_SUFFIX)):
+            data = path.read_bytes()
+            stored = [AbortedTxn(*_ENTRY.unpack_from(data, position)[1:])
+                      for position in range(0, len(data) - _ENTRY.size + 1, _ENTRY.size)]
+            if doomed & set(stored):
+                _rewrite(path, [entry for entry in stored if entry not in doomed])
+                self._unsynced.add(path)
+
     def truncate_head(self, log_start_offset: int, segment_bases: Sequence[int]) -> None:
         """Forget entries wholly below the log start offset and delete files of deleted segments."""
         cut = bisect_left(self._last_offsets, log_start_offset)
@@ -148,16 +168,17 @@ class AbortedTransactionIndex:
 
     def sync(self) -> None:
         """Fsync the files appended to since the last sync."""
-        for path in list(self._unsynced):
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        sync_files(self.take_unsynced())
+
+    def take_unsynced(self) -> list[Path]:
+        """The files appended to since the last call, for the caller to fsync (``sync_files``)."""
+        unsynced = sorted(self._unsynced)
         self._unsynced.clear()
+        return unsynced
+
+    def restore_unsynced(self, paths: Sequence[Path]) -> None:
+        """Files handed out by ``take_unsynced`` whose fsync failed: they still need one."""
+        self._unsynced.update(paths)
 
     # --- reading -----------------------------------------------------------------------------------
 
@@ -172,6 +193,19 @@ class AbortedTransactionIndex:
             if entry.last_stable_offset >= upper_bound:
                 break
         return found
+
+
+def sync_files(paths: Sequence[Path]) -> None:
+    """Fsync each file that still exists (blocks; run it off the event loop where it matters)."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _rewrite(path: Path, entries: list[AbortedTxn]) -> None:
