@@ -26,6 +26,11 @@ A handler that raises is logged with its traceback and closes the connection.
 Back-pressure: reading pauses while ``max_in_flight`` responses are pending or the write buffer is
 above its high-water mark. ``connections.max.idle.ms`` is enforced by a timer that re-arms only when
 it fires (activity just moves a timestamp).
+
+Observer: with the admin endpoint on, ``observer`` (``kafkalite.broker.admin.observer``) is called in
+place of the handler, to count, time and log the request and to apply injected faults, and is told
+the size of each response written. Without it (the default) the cost is one attribute check per
+request and one per response.
 """
 
 from __future__ import annotations
@@ -36,9 +41,9 @@ import logging
 import struct
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, MutableSet
+from collections.abc import Callable, Mapping, MutableSet, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
 from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
@@ -49,8 +54,9 @@ from kafkalite.protocol.message import Message
 
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
+    from kafkalite.broker.handlers.registry import HandlerResult
 
-__all__ = ["KafkaConnection", "MAX_IN_FLIGHT", "ReceiveScratch", "SCRATCH_BYTES"]
+__all__ = ["DispatchObserver", "KafkaConnection", "MAX_IN_FLIGHT", "ReceiveScratch", "SCRATCH_BYTES"]
 
 log = logging.getLogger("kafkalite.net")
 
@@ -82,6 +88,16 @@ class ReceiveScratch:
         self.view = memoryview(self.data)
 
 
+class DispatchObserver(Protocol):
+    """What the admin endpoint hooks into dispatch (see the module docstring)."""
+
+    def handle(self, connection: KafkaConnection, handler: ApiHandler, context: RequestContext, body: Any,
+               size: int) -> HandlerResult: ...
+
+    def response_written(self, connection: KafkaConnection, api_key: int,
+                         buffers: Sequence[bytes | bytearray | memoryview]) -> None: ...
+
+
 class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: framing, dispatch, ordered responses, back-pressure, idle timeout."""
 
@@ -97,8 +113,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         max_in_flight: int = MAX_IN_FLIGHT,
         scratch: ReceiveScratch | None = None,
         listener_name: str = "",
+        observer: DispatchObserver | None = None,
     ) -> None:
         self._cluster, self._handlers, self._connections, self._clock = cluster, handlers, connections, clock
+        self.observer = observer  # the admin endpoint's hook, None when it is off
         self.listener_name = listener_name
         self.client_id: str | None = None  # of the last request header read
         self._max_request_bytes, self._idle_ms, self._max_in_flight = max_request_bytes, idle_ms, max_in_flight
@@ -226,7 +244,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                                  request.header.client_id, self.peer, self.connection_id, self.listener_name)
         self._pending.append(slot)
         try:
-            result = handler.handle(context, body)
+            observer = self.observer
+            result = handler.handle(context, body) if observer is None else observer.handle(
+                self, handler, context, body, len(frame))
             if result is not None and not isinstance(result, Message):
                 slot.task = asyncio.ensure_future(result)
                 slot.task.add_done_callback(partial(self._completed, slot, handler))
@@ -258,6 +278,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 log.exception("cannot encode the response to %s (API key %d v%d); closing the connection",
                               self.peer, slot.api_key, slot.api_version)
                 return self.close()
+            if self.observer is not None:
+                self.observer.response_written(self, slot.api_key, buffers)
             if self._corked is not None:
                 self._corked.extend(buffers)
             elif self.transport is not None:

@@ -8,6 +8,11 @@ transaction timers, and retention on Kafka's schedule. ``stop`` stops accepting,
 requests a bounded time to finish, closes the connections and closes the cluster cleanly (which
 writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT
 for a clean stop, exit status.
+
+With ``admin.listener`` set, ``start`` also serves the admin endpoint (``kafkalite.broker.admin``) on
+the same loop, and logs "admin endpoint on http://host:port/" before "listening on ...". Its request
+observer (``observe``) is given to every connection; a test broker can ask for it without the
+HTTP endpoint, to inject faults. Without either, nothing of ``kafkalite.broker.admin`` is imported.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 
 if TYPE_CHECKING:
+    from kafkalite.broker.admin.http import AdminServer
+    from kafkalite.broker.admin.observer import RequestObserver
     from kafkalite.broker.core.cluster import Cluster
 
 __all__ = ["BrokerServer", "run"]
@@ -49,6 +56,8 @@ class BrokerServer:
         self._servers: list[asyncio.AbstractServer] = []
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        self.observer: RequestObserver | None = None  # the admin endpoint's hook in dispatch (observe())
+        self.admin: AdminServer | None = None  # the admin HTTP endpoint, when admin.listener is set
 
     async def start(self) -> None:
         from kafkalite.broker.core.cluster import Cluster, Endpoint
@@ -72,6 +81,9 @@ class BrokerServer:
                                                                   sock=sock))
                 sockname = sockets[0].getsockname()
                 self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
+            admin_listener = self.config.get_str("admin.listener") if self.config.is_set("admin.listener") else ""
+            if admin_listener:
+                await self._start_admin(admin_listener)
         except BaseException:
             for server in self._servers:
                 server.close()
@@ -86,10 +98,35 @@ class BrokerServer:
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
 
+    def observe(self) -> RequestObserver:
+        """The request observer (made on first use and given to every connection). On the loop only."""
+        if self.observer is None:
+            from kafkalite.broker.admin.observer import RequestObserver
+
+            assert self.cluster is not None  # start() opened it
+            observer = self.observer = RequestObserver(self.cluster)
+            for connection in self.connections:
+                connection.observer = observer
+            observer.loop_lag.start(asyncio.get_running_loop())
+        return self.observer
+
+    async def _start_admin(self, address: str) -> None:
+        from kafkalite.broker.admin import parse_address
+
+        host, port = parse_address(address)
+        try:
+            from kafkalite.broker.admin.http import AdminServer
+        except ImportError as exc:
+            raise ConfigError(f"admin.listener needs the admin extra (pip install 'kafkalite[admin]'): {exc}") from None
+        assert self.cluster is not None  # start() opened it
+        self.admin = AdminServer(self.cluster, self.observe(), self.connections, self.config)
+        bound_port = await self.admin.start(host, port)
+        log.info("admin endpoint on http://%s/", f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}")
+
     def _new_connection(self, listener_name: str) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
         return KafkaConnection(self.cluster, connections=self.connections, scratch=self._scratch,
-                               listener_name=listener_name,
+                               listener_name=listener_name, observer=self.observer,
                                max_request_bytes=self.config.get_int("socket.request.max.bytes"),
                                idle_ms=self.config.get_int("connections.max.idle.ms"))
 
@@ -116,6 +153,10 @@ class BrokerServer:
         self._stopped = True
         if self._timer is not None:
             self._timer.cancel()
+        if self.admin is not None:
+            await self.admin.stop()
+        if self.observer is not None:
+            self.observer.loop_lag.stop()
         for server in self._servers:
             server.close()
         connections = list(self.connections)
