@@ -14,6 +14,7 @@ import base64
 import json
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
 from kafkalite.protocol.records import RecordBatch, iter_batches
 
@@ -48,15 +49,18 @@ def describe_bytes(data: bytes | None) -> dict[str, Any] | None:
 
 def browse(partition: Partition, *, offset: int | None = None, timestamp: int | None = None, limit: int = 50,
            read_committed: bool = False, max_bytes: int = 4 * READ_BYTES) -> dict[str, Any]:
-    """Up to ``limit`` records from ``offset`` (default: the log start offset) or from the first
-    record with a timestamp at or after ``timestamp``. Raises the log's OffsetOutOfRange (a
-    KafkaError) for an offset outside the log."""
+    """Up to ``limit`` records from ``offset`` (default, or when it is below: the log start offset) or
+    from the first record with a timestamp at or after ``timestamp``. An offset past the high
+    watermark is OFFSET_OUT_OF_RANGE."""
     upper = partition.last_stable_offset if read_committed else partition.high_watermark
     if timestamp is not None:
         found = partition.log.offset_for_timestamp(timestamp)
         start = found[0] if found is not None else upper
     else:
-        start = partition.log_start_offset if offset is None else offset
+        start = partition.log_start_offset if offset is None else max(offset, partition.log_start_offset)
+        if start > partition.high_watermark:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} is past the high watermark "
+                             f"{partition.high_watermark} of {partition.topic_name}-{partition.index}")
     records: list[dict[str, Any]] = []
     position, read = start, 0
     while len(records) < limit and position < upper and read < max_bytes:
