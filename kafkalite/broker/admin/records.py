@@ -4,14 +4,16 @@ Reads stored batches with ``Partition.read`` (up to the high watermark, or the l
 for ``read_committed``), decodes them (decompressing where needed), skips control batches and the
 records before the asked offset, and stops after ``limit`` records or ``max_bytes`` of stored
 batches. Keys, values and header values are bytes chosen by whoever produced them: each is given
-with its size, as text when it is UTF-8 (``json`` says whether that text parses as JSON), and
-otherwise as base64; the first ``MAX_VALUE_BYTES`` of it only (``truncated`` says so).
+with its size, as text when it is UTF-8 without control characters other than tab and line ends
+(``json`` says whether that text parses as JSON), and otherwise as base64; the first
+``MAX_VALUE_BYTES`` of it only (``truncated`` says so).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_VALUE_BYTES", "browse", "describe_bytes"]
 
 MAX_VALUE_BYTES = 64 * 1024
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # in text, only tab and line ends belong
 READ_BYTES = 1024 * 1024  # stored batches read per step
 
 
@@ -35,6 +38,8 @@ def describe_bytes(data: bytes | None) -> dict[str, Any] | None:
     described: dict[str, Any] = {"size": len(data), "truncated": len(data) > MAX_VALUE_BYTES}
     try:
         text = shown.decode("utf-8")
+        if _CONTROL.search(text):
+            raise UnicodeDecodeError("utf-8", shown, 0, 1, "control characters: binary")
     except UnicodeDecodeError:
         described.update(text=None, base64=base64.b64encode(shown).decode("ascii"), json=False)
         return described
