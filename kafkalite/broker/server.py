@@ -87,6 +87,8 @@ class BrokerServer:
         except BaseException:
             for server in self._servers:
                 server.close()
+            if self.observer is not None:
+                self.observer.loop_lag.stop()
             cluster.close(clean=True)
             raise
         ports = {listener.name: listener.port for listener in self.bound}

@@ -87,7 +87,8 @@ class BrokerProcess(BrokerHelpers):
         command = [sys.executable, "-m", "kafkalite", "serve", "--port", str(port),
                    "--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
         command += ["--memory"] if self.memory else ["--data-dir", str(self.data_dir)]
-        command += [f"{key}={value}" for key, value in self.configs.items()]
+        for key, value in self.configs.items():  # as options: extra_args may end with key=value pairs
+            command += ["--override", f"{key}={value}"]
         return command + self.extra_args
 
     def spawn(self, port: int = 0) -> None:

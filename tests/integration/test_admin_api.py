@@ -188,7 +188,7 @@ def test_connections_name_the_client_software_and_the_api_versions_it_used(
     assert "confluent-kafka-python" in software or "librdkafka" in software
     (payments,) = [row for row in connections if row["client_id"] == "payments"
                    and any(v["api"] == "Produce" for v in row["api_versions"])]
-    assert payments["requests"] > 0 and payments["bytes_in"] > 0 and payments["bytes_out"] > 0
+    assert payments["requests"] > 0 and payments["in_flight"] >= 0
 
 
 def test_the_recent_request_log_filters_by_api_client_and_errors(api: AdminApi, broker: EmbeddedBroker) -> None:

@@ -97,7 +97,8 @@ async def test_requests_are_counted_timed_and_logged_with_the_client_software(cl
     assert offsets(cluster) == [1, 1]
     produce_stats = observer.stats.apis[0]
     assert produce_stats.errors == {0: 1} and produce_stats.count == 1
-    assert produce_stats.bytes_in > 0 and produce_stats.bytes_out > 0
+    assert produce_stats.bytes_in > 0 and observer.stats.bytes_out[0] > 0
+    assert observer.connections[client.connection].requests == 2
     (row,) = connections_view([client.connection], observer)
     assert (row["client_software_name"], row["client_software_version"], row["client_id"]) == (
         "librdkafka", "2.5.0", "app")

@@ -43,7 +43,8 @@ class BrokerCollector:
         yield from self._runtime()
 
     def _requests(self) -> Iterator[Metric]:
-        apis = sorted(self.observer.stats.apis.items())
+        request_stats = self.observer.stats
+        apis = sorted(request_stats.apis.items())
         requests = CounterMetricFamily("kafkalite_requests", "Requests answered, by API and the first error code of "
                                        "the answer (NONE when it has none).", labels=["api", "error"])
         latency = HistogramMetricFamily("kafkalite_request_latency_seconds",
@@ -59,7 +60,7 @@ class BrokerCollector:
                 requests.add_metric([name, error_name(code)], count)
             latency.add_metric([name], buckets=stats.cumulative_buckets(), sum_value=stats.latency_sum)
             bytes_in.add_metric([name], stats.bytes_in)
-            bytes_out.add_metric([name], stats.bytes_out)
+            bytes_out.add_metric([name], request_stats.bytes_out.get(key, 0))
         yield from (requests, latency, bytes_in, bytes_out)
 
     def _partitions(self) -> Iterator[Metric]:

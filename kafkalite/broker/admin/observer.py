@@ -6,9 +6,10 @@ connection calls the handler itself and pays one attribute check. ``handle`` not
 connection told about itself (ApiVersions v3+ names the client software), asks the fault registry
 whether a fault takes the request, calls the handler (or answers for it, see ``fault_responses``),
 and records the request when its answer is ready: counters by API and error code, the latency
-histogram, the recent-request log. An answer that has to wait (a long-poll Fetch, a JoinGroup
-barrier) is counted in ``parked`` (the purgatory) until it is ready. ``response_written`` counts the
-bytes of each response.
+histogram, the recent-request log (each answered request is one tuple appended to a list, folded
+into the counters and the log in batches and whenever they are read). An answer that has to wait
+(a long-poll Fetch, a JoinGroup barrier) is counted in ``parked`` (the purgatory) until it is
+ready. ``response_written`` counts the bytes of each response.
 
 Everything runs on the event loop; faults that wait (latency, stall) are coroutines on it.
 """
@@ -31,7 +32,7 @@ from kafkalite.broker.admin.fault_responses import (
     split_request,
 )
 from kafkalite.broker.admin.faults import FaultKind, FaultRegistry, Match
-from kafkalite.broker.admin.stats import ConnectionInfo, RequestLog, RequestStats, first_error
+from kafkalite.broker.admin.stats import ConnectionInfo, Entry, RequestLog, RequestStats, first_error
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.message import Message
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["LoopLagMonitor", "RequestObserver"]
 
 API_VERSIONS, METADATA = 18, 3
+FOLD_EVERY = 256  # answered requests kept before they are counted (they are also counted whenever read)
 
 
 class _Topics:
@@ -105,66 +107,102 @@ class RequestObserver:
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.cluster = cluster
         self.faults = FaultRegistry()
-        self.stats = RequestStats()
-        self.requests = RequestLog(request_log_size)
+        self._stats = RequestStats()
+        self._requests = RequestLog(request_log_size, clock)
+        self._pending: list[Entry] = []  # answered, not yet folded into _stats and _requests
+        self._written = self._stats.bytes_out
         self.connections: weakref.WeakKeyDictionary[KafkaConnection, ConnectionInfo] = weakref.WeakKeyDictionary()
         self.parked: dict[int, int] = {}  # API key -> answers being waited for (the purgatory)
         self.loop_lag = LoopLagMonitor()
         self._topics = _Topics(cluster)
         self._clock = clock
+        # The connection of the latest request, and its facts: most requests spare the weak lookup.
+        self._last_connection: KafkaConnection | None = None
+        self._last_info = ConnectionInfo(0)
 
     # the hook ------------------------------------------------------------------------------------
     def handle(self, connection: KafkaConnection, handler: ApiHandler, context: RequestContext, body: Any,
                size: int) -> HandlerResult:
+        """Count the request, apply a fault if one takes it, and record it once its answer is ready.
+        (Written out flat: it runs for every request while the admin endpoint is on.)"""
         started = self._clock()
-        info = self.connections.get(connection)
-        if info is None:
-            info = self.connections[connection] = ConnectionInfo(int(time.time() * 1000))
-        api_key, api_version = context.api_key, context.api_version
+        if self._last_connection is connection:
+            info = self._last_info
+        else:
+            info = self._connection_info(connection)
         info.requests += 1
-        info.bytes_in += size + 4
+        api_key = context.api_key
         versions = info.api_versions.get(api_key)
-        if versions is None:
-            info.api_versions[api_key] = {api_version}
-        elif api_version not in versions:
-            versions.add(api_version)
-        if api_key == API_VERSIONS and api_version >= 3:
-            info.software_name, info.software_version = body.client_software_name, body.client_software_version
-        match = self.faults.match(api_key, context.client_id, body, api_version, self._partitions_of) \
+        if versions is None or context.api_version not in versions:
+            self._note_versions(info, context, body)
+        match = self.faults.match(api_key, context.client_id, body, context.api_version, self._partitions_of) \
             if self.faults.active else None
         result = handler.handle(context, body) if match is None else self._inject(match, connection, handler,
                                                                                  context, body)
-        if result is None or isinstance(result, Message):
-            self._done(connection, context, size, result, started, match)
-            return result
-        self.parked[api_key] = self.parked.get(api_key, 0) + 1
-        return self._when_ready(result, connection, context, size, started, match)
+        if result is not None and not isinstance(result, Message):
+            self.parked[api_key] = self.parked.get(api_key, 0) + 1
+            return self._when_ready(result, context, size, started, match)
+        self._pending.append((started, context.connection_id, context.peer, context.client_id, api_key,
+                              context.api_version, context.correlation_id, self._clock() - started,
+                              0 if result is None else first_error(result),
+                              None if match is None else match.fault.fault_id, size + 4))
+        if len(self._pending) >= FOLD_EVERY:
+            self.fold()
+        return result
 
     def response_written(self, connection: KafkaConnection, api_key: int,
                          buffers: Sequence[bytes | bytearray | memoryview]) -> None:
-        size = sum(map(len, buffers))
-        self.stats.written(api_key, size)
-        info = self.connections.get(connection)
-        if info is not None:
-            info.bytes_out += size
+        written = self._written
+        written[api_key] = written.get(api_key, 0) + sum(map(len, buffers))
 
-    async def _when_ready(self, result: Awaitable[Message | None], connection: KafkaConnection,
-                          context: RequestContext, size: int, started: float, match: Match | None) -> Message | None:
+    def fold(self) -> None:
+        """Hand the requests answered since the last fold to the counters and the request log."""
+        pending = self._pending
+        if pending:
+            self._stats.absorb(pending)
+            self._requests.extend(pending)
+            pending.clear()
+
+    @property
+    def stats(self) -> RequestStats:
+        """The request counters, up to date."""
+        self.fold()
+        return self._stats
+
+    @property
+    def requests(self) -> RequestLog:
+        """The recent-request log, up to date."""
+        self.fold()
+        return self._requests
+
+    def _connection_info(self, connection: KafkaConnection) -> ConnectionInfo:
+        info = self.connections.get(connection)
+        if info is None:
+            info = self.connections[connection] = ConnectionInfo(int(time.time() * 1000))
+        self._last_connection, self._last_info = connection, info
+        return info
+
+    @staticmethod
+    def _note_versions(info: ConnectionInfo, context: RequestContext, body: Any) -> None:
+        info.api_versions.setdefault(context.api_key, set()).add(context.api_version)
+        if context.api_key == API_VERSIONS and context.api_version >= 3:
+            info.software_name, info.software_version = body.client_software_name, body.client_software_version
+
+    async def _when_ready(self, result: Awaitable[Message | None], context: RequestContext, size: int,
+                          started: float, match: Match | None) -> Message | None:
         try:
             answer = await result
         finally:
             self.parked[context.api_key] -= 1
-        self._done(connection, context, size, answer, started, match)
+        self._done(context, size, answer, started, match)
         return answer
 
-    def _done(self, connection: KafkaConnection, context: RequestContext, size: int, result: Message | None,
-              started: float, match: Match | None) -> None:
-        seconds = self._clock() - started
-        error = 0 if result is None else first_error(result)
-        self.stats.record(context.api_key, error, seconds, size + 4)
-        self.requests.append(int(time.time() * 1000), context.connection_id, context.peer, context.client_id,
-                             context.api_key, context.api_version, context.correlation_id, seconds * 1000, error,
-                             None if match is None else match.fault.fault_id)
+    def _done(self, context: RequestContext, size: int, result: Message | None, started: float,
+              match: Match | None) -> None:
+        self._pending.append((started, context.connection_id, context.peer, context.client_id, context.api_key,
+                              context.api_version, context.correlation_id, self._clock() - started,
+                              0 if result is None else first_error(result),
+                              None if match is None else match.fault.fault_id, size + 4))
 
     def _partitions_of(self, api_key: int, api_version: int, request: Any) -> list[tuple[str, int]] | None:
         return request_partitions(api_key, api_version, request, self._topics)

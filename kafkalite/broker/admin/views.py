@@ -216,8 +216,6 @@ def connections_view(connections: Iterable[KafkaConnection], observer: RequestOb
             "client_software_version": info.software_version if info else None,
             "first_request_ms": info.connected_ms if info else None,
             "requests": info.requests if info else 0,
-            "bytes_in": info.bytes_in if info else 0,
-            "bytes_out": info.bytes_out if info else 0,
             "in_flight": connection.in_flight,
             "api_versions": [{"api": api_name(key), "api_key": key, "versions": sorted(versions)}
                              for key, versions in sorted(info.api_versions.items())] if info else [],

@@ -259,10 +259,10 @@ async function groupPage(groupId) {
 
 async function connectionsPage() {
   const connections = await api("connections");
-  show(el("h1", {}, "Connections"), table(["Id#", "Peer", "Client id", "Software", "Requests#", "In#", "Out#", "APIs used"],
+  show(el("h1", {}, "Connections"), table(["Id#", "Peer", "Client id", "Software", "Requests#", "In flight#", "APIs used"],
     connections.map((c) => [c.connection_id, c.peer, c.client_id,
       c.client_software_name ? c.client_software_name + " " + (c.client_software_version || "") : null,
-      c.requests, bytes(c.bytes_in), bytes(c.bytes_out),
+      c.requests, c.in_flight,
       c.api_versions.map((a) => a.api + " v" + a.versions.join(",")).join(" · ")]), { "data-testid": "connections" }));
 }
 
