@@ -10,6 +10,11 @@ and comes back to the loop to change state. ``stop`` stops accepting, gives in-f
 bounded time to finish, closes the connections, waits for the file work in flight and closes the
 cluster cleanly (which writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop
 (uvloop), SIGTERM/SIGINT for a clean stop, exit status.
+
+With ``admin.listener`` set, ``start`` also serves the admin endpoint (``kafkalite.broker.admin``) on
+the same loop, and logs "admin endpoint on http://host:port/" before "listening on ...". Its request
+observer (``observe``) is given to every connection; a test broker can ask for it without the
+HTTP endpoint, to inject faults. Without either, nothing of ``kafkalite.broker.admin`` is imported.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 
 if TYPE_CHECKING:
+    from kafkalite.broker.admin.http import AdminServer
+    from kafkalite.broker.admin.observer import RequestObserver
     from kafkalite.broker.core.cluster import Cluster
 
 __all__ = ["BrokerServer", "run"]
@@ -60,6 +67,8 @@ class BrokerServer:
         self._stopped = False
         self._io: ThreadPoolExecutor | None = None  # the I/O thread of the log room's blocking file work
         self._io_jobs: set[asyncio.Future[None]] = set()
+        self.observer: RequestObserver | None = None  # the admin endpoint's hook in dispatch (observe())
+        self.admin: AdminServer | None = None  # the admin HTTP endpoint, when admin.listener is set
 
     async def start(self) -> None:
         from kafkalite.broker.core.cluster import Cluster, Endpoint
@@ -84,9 +93,14 @@ class BrokerServer:
                                                                   sock=sock))
                 sockname = sockets[0].getsockname()
                 self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
+            admin_listener = self.config.get_str("admin.listener") if self.config.is_set("admin.listener") else ""
+            if admin_listener:
+                await self._start_admin(admin_listener)
         except BaseException:
             for server in self._servers:
                 server.close()
+            if self.observer is not None:
+                self.observer.loop_lag.stop()
             cluster.close(clean=True)
             raise
         ports = {listener.name: listener.port for listener in self.bound}
@@ -117,11 +131,36 @@ class BrokerServer:
 
         future.add_done_callback(done)
 
+    def observe(self) -> RequestObserver:
+        """The request observer (made on first use and given to every connection). On the loop only."""
+        if self.observer is None:
+            from kafkalite.broker.admin.observer import RequestObserver
+
+            assert self.cluster is not None  # start() opened it
+            observer = self.observer = RequestObserver(self.cluster)
+            for connection in self.connections:
+                connection.observer = observer
+            observer.loop_lag.start(asyncio.get_running_loop())
+        return self.observer
+
+    async def _start_admin(self, address: str) -> None:
+        from kafkalite.broker.admin import parse_address
+
+        host, port = parse_address(address)
+        try:
+            from kafkalite.broker.admin.http import AdminServer
+        except ImportError as exc:
+            raise ConfigError(f"admin.listener needs the admin extra (pip install 'kafkalite[admin]'): {exc}") from None
+        assert self.cluster is not None  # start() opened it
+        self.admin = AdminServer(self.cluster, self.observe(), self.connections, self.config)
+        bound_port = await self.admin.start(host, port)
+        log.info("admin endpoint on http://%s/", f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}")
+
     def _new_connection(self, listener_name: str) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
         config = self.config
         return KafkaConnection(self.cluster, connections=self.connections, scratch=self._scratch,
-                               listener_name=listener_name,
+                               listener_name=listener_name, observer=self.observer,
                                max_request_bytes=config.get_int("socket.request.max.bytes"),
                                idle_ms=config.get_int("connections.max.idle.ms"),
                                receive_timeout_ms=config.get_int("socket.request.receive.timeout.ms"),
@@ -178,6 +217,10 @@ class BrokerServer:
             self._cleaner_timer.cancel()
         if self.cluster is not None:
             self.cluster.log_cleaner.stop()
+        if self.admin is not None:
+            await self.admin.stop()
+        if self.observer is not None:
+            self.observer.loop_lag.stop()
         for server in self._servers:
             server.close()
         connections = list(self.connections)

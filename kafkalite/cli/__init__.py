@@ -10,6 +10,7 @@ kafka-consumer-groups, kcat), and work against any Kafka cluster:
 ``topics``              list, create, describe, alter, delete (:mod:`.topics`)
 ``produce``             records from stdin or a file, one per line (:mod:`.produce`)
 ``groups``              list, describe with lag, reset-offsets, delete (:mod:`.groups`)
+``faults``              list, inject, clear faults through a broker's admin endpoint (:mod:`.faults`)
 ======================  ===================================================================
 
 :func:`main` looks at the first argument only: ``serve``, nothing, an option or a ``key=value`` pair

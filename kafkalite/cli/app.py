@@ -16,6 +16,7 @@ import click
 
 from kafkalite import __version__
 from kafkalite.cli.common import EXPECTED_ERRORS, ClientSettings, client_options, json_option, one_line, run_async
+from kafkalite.cli.faults import faults
 from kafkalite.cli.groups import groups
 from kafkalite.cli.output import render_json
 from kafkalite.cli.produce import produce
@@ -47,7 +48,8 @@ def cli() -> None:
 
     `kafkalite serve` (the default command) runs the broker; the other commands talk to a cluster
     at --bootstrap-server (default localhost:9092, or KAFKALITE_BOOTSTRAP_SERVER), as kafka-topics,
-    kafka-console-producer, kafka-consumer-groups and kcat do. Every command has --help.
+    kafka-console-producer, kafka-consumer-groups and kcat do; `kafkalite faults` talks to a
+    kafkalite broker's admin endpoint. Every command has --help.
     """
 
 
@@ -90,6 +92,7 @@ def check_command(settings: ClientSettings, as_json: bool) -> None:
 cli.add_command(topics)
 cli.add_command(produce)
 cli.add_command(groups)
+cli.add_command(faults)
 
 
 def run(arguments: Sequence[str]) -> int:

@@ -13,6 +13,8 @@ port. Because the broker has a thread and a loop of its own, blocking clients an
 (on the test's loop) alike can talk to it.
 
 Configs use Kafka's key names; Python names work too (``num_partitions=3`` is ``num.partitions``).
+``faults`` injects faults straight into the broker's request path (``kafkalite.testing.faults``);
+with ``admin.listener`` set (``127.0.0.1:0`` for a free port), ``admin_url`` is its admin endpoint.
 ``KAFKALITE_*`` environment variables do not apply: a test's broker is what the test says.
 """
 
@@ -23,14 +25,16 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kafkalite.testing.faults import Faults, ObserverFaultBackend
 from kafkalite.testing.helpers import BrokerHelpers
 
 if TYPE_CHECKING:
+    from kafkalite.broker.admin.observer import RequestObserver
     from kafkalite.broker.server import BrokerServer
 
 __all__ = ["EmbeddedBroker", "broker_configs"]
@@ -100,6 +104,28 @@ class EmbeddedBroker(BrokerHelpers):
     def log_text(self) -> str:
         """What the broker logged since it was created (the last lines)."""
         return "\n".join(self._log_tail.lines) if self._log_tail is not None else ""
+
+    @property
+    def admin_url(self) -> str | None:
+        """``http://127.0.0.1:PORT`` of the admin endpoint, when ``admin.listener`` is set."""
+        admin = self.server.admin if self.server is not None else None
+        return f"http://{self.host}:{admin.port}" if admin is not None else None
+
+    @property
+    def faults(self) -> Faults:
+        """Inject faults into this broker's request path (``kafkalite.testing.faults``)."""
+        return Faults(ObserverFaultBackend(self._on_loop))
+
+    def _on_loop(self, function: Callable[[RequestObserver], Any], timeout: float = 10.0) -> Any:
+        """Run ``function(observer)`` on the broker's loop and return what it returns (or raise what it raises)."""
+        loop, server = self._loop, self.server
+        if loop is None or server is None or not self.running:
+            raise RuntimeError(f"the broker on {self.bootstrap_servers} is not running")
+
+        async def call() -> Any:
+            return function(server.observe())
+
+        return asyncio.run_coroutine_threadsafe(call(), loop).result(timeout)
 
     # lifecycle ---------------------------------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT_S) -> EmbeddedBroker:

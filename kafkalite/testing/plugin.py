@@ -6,7 +6,9 @@ Fixtures:
   in this process (the default: in-memory storage, ready in milliseconds) or, with
   ``kafka_broker_mode = subprocess``, a ``kafkalite serve`` process for clients in other processes or
   languages. It offers ``bootstrap_servers``, a ready ``admin`` client, ``create_topic`` and
-  ``produce`` (``kafkalite.testing.helpers``).
+  ``produce`` (``kafkalite.testing.helpers``), and ``faults`` to inject faults into its request path
+  (``with kafka_broker.faults.inject(api="Produce", error="NOT_LEADER_OR_FOLLOWER", count=3): ...``,
+  ``kafkalite.testing.faults``).
 * ``kafka_broker_factory``: brokers private to one test, ``kafka_broker_factory(configs=None, *,
   data_dir=None, subprocess=False)``, stopped after the test. With a ``data_dir`` they keep Kafka's
   on-disk layout and ``restart()`` on the same data (a consumer surviving a broker restart).

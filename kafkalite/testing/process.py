@@ -7,6 +7,8 @@
     broker.close()
 
 The process listens on port 0 (the broker picks a free one; its "listening on" log line says which),
+and, when the ``admin`` extra is installed, serves its admin endpoint on another free loopback port
+(``admin_url``; ``faults`` injects faults through it, see ``kafkalite.testing.faults``). It
 writes its log to ``<data dir>.broker.log`` beside the data directory, and is started from the
 interpreter running the caller, so it serves the kafkalite the caller imports. Every wait has a
 deadline; ``close`` (and the pytest plugin at the end of a session) ends the process by its PID.
@@ -15,6 +17,7 @@ deadline; ``close`` (and the pytest plugin at the end of a session) ends the pro
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
@@ -27,6 +30,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from kafkalite.testing.embedded import broker_configs
+from kafkalite.testing.faults import Faults, HttpFaultBackend
 from kafkalite.testing.helpers import BrokerHelpers
 
 __all__ = ["BrokerProcess", "wait_for"]
@@ -34,6 +38,7 @@ __all__ = ["BrokerProcess", "wait_for"]
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 20.0
 _LISTENING = re.compile(r"listening on \w+://(?:\[[^\]]*\]|[^:\s]+):(\d+)")
+_ADMIN = re.compile(r"admin endpoint on (http://\S+?)/?$", re.MULTILINE)
 _T = TypeVar("_T")
 
 _live: set[BrokerProcess] = set()
@@ -59,19 +64,23 @@ class BrokerProcess(BrokerHelpers):
 
     def __init__(self, data_dir: str | Path, configs: Mapping[str, object] | None = None,
                  extra_args: Sequence[str] = (), *, memory: bool = False, nofile: int | None = None,
-                 fsize: int | None = None) -> None:
+                 fsize: int | None = None, admin: bool = True) -> None:
         """``nofile``: run the broker under this hard and soft open-file limit (``RLIMIT_NOFILE``).
         ``fsize``: under this soft file-size limit (``RLIMIT_FSIZE``; the hard limit stays): a write
-        past it fails with EFBIG, as on a full disk, and ``set_file_size_limit`` makes room again."""
+        past it fails with EFBIG, as on a full disk, and ``set_file_size_limit`` makes room again.
+        ``admin``: serve the admin endpoint on a free loopback port (when the admin extra is installed)."""
         self.data_dir = Path(data_dir)
         self.nofile = nofile
         self.fsize = fsize
         self.configs = broker_configs(configs)
+        if admin and "admin.listener" not in self.configs and _admin_extra_installed():
+            self.configs["admin.listener"] = "127.0.0.1:0"
         self.extra_args = list(extra_args)
         self.memory = memory
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self.admin_url: str | None = None  # http://127.0.0.1:PORT of its admin endpoint, when it serves one
         self.started_in_s = 0.0  # how long the last start took, until the broker logged "listening on"
         self._log_offset = 0
         self._spawned_at = 0.0
@@ -81,7 +90,8 @@ class BrokerProcess(BrokerHelpers):
         command = [sys.executable, "-m", "kafkalite", "serve", "--port", str(port),
                    "--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
         command += ["--memory"] if self.memory else ["--data-dir", str(self.data_dir)]
-        command += [f"{key}={value}" for key, value in self.configs.items()]
+        for key, value in self.configs.items():  # as options: extra_args may end with key=value pairs
+            command += ["--override", f"{key}={value}"]
         return command + self.extra_args
 
     def spawn(self, port: int = 0) -> None:
@@ -120,8 +130,11 @@ class BrokerProcess(BrokerHelpers):
     def wait_until_listening(self, timeout: float = START_TIMEOUT_S) -> int:
         """Wait for this run's "listening on" line; return the port it names."""
         def listening() -> int:
-            match = _LISTENING.search(self.log_text(since=self._log_offset))
+            text = self.log_text(since=self._log_offset)
+            match = _LISTENING.search(text)
             if match:
+                admin = _ADMIN.search(text)  # logged before "listening on"
+                self.admin_url = admin.group(1) if admin else None
                 return int(match.group(1))
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"broker exited with status {self.process.returncode} before listening:\n"
@@ -179,6 +192,14 @@ class BrokerProcess(BrokerHelpers):
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    @property
+    def faults(self) -> Faults:
+        """Inject faults through the broker's admin HTTP API (``kafkalite.testing.faults``)."""
+        if self.admin_url is None:
+            raise RuntimeError("this broker serves no admin endpoint: faults need admin.listener and the admin "
+                               "extra (pip install 'kafkalite[admin]')")
+        return Faults(HttpFaultBackend(self.admin_url))
 
     @property
     def pid(self) -> int:
@@ -242,3 +263,8 @@ def close_all() -> None:
     """End every broker process this interpreter started that is still running."""
     for process in list(_live):
         process.close()
+
+
+def _admin_extra_installed() -> bool:
+    """Whether the broker can serve its admin endpoint here (aiohttp and prometheus_client importable)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("aiohttp", "prometheus_client"))

@@ -106,8 +106,10 @@ def test_the_check_finds_a_circle() -> None:
     ("kafkalite.client", ("kafkalite.broker", "kafkalite.testing", "kafkalite.cli")),
     ("kafkalite.broker", ("kafkalite.client", "kafkalite.testing", "kafkalite.cli")),
     ("kafkalite.broker.core", ("kafkalite.broker.handlers", "kafkalite.broker.net", "kafkalite.broker.server",
-                               "kafkalite.broker.gendocs")),
-    ("kafkalite.broker.handlers", ("kafkalite.broker.net", "kafkalite.broker.server")),
+                               "kafkalite.broker.gendocs", "kafkalite.broker.admin")),
+    ("kafkalite.broker.handlers", ("kafkalite.broker.net", "kafkalite.broker.server", "kafkalite.broker.admin")),
+    ("kafkalite.broker.net", ("kafkalite.broker.admin",)),
+    ("kafkalite.broker.admin", ("kafkalite.broker.server",)),
     ("kafkalite.broker.core.log", ("kafkalite.broker.core.topics", "kafkalite.broker.core.partition",
                                    "kafkalite.broker.core.group", "kafkalite.broker.core.txn",
                                    "kafkalite.broker.core.cluster", "kafkalite.broker.config")),
@@ -144,3 +146,18 @@ def test_only_serve_imports_the_broker_and_serve_imports_no_client_command() -> 
                    if _is_in(module, "kafkalite.cli") and module not in ("kafkalite.cli", "kafkalite.cli.serve")
                    for target in targets if _is_in(target, "kafkalite.broker") or target == "kafkalite.cli.serve")
     assert wrong == [("kafkalite.cli.app", "kafkalite.cli.serve")]  # the help entry of serve, run on demand
+
+
+def test_only_the_http_module_imports_the_http_libraries() -> None:
+    """A broker without admin.listener, and a test broker injecting faults, need neither aiohttp nor
+    prometheus_client: only the admin endpoint's HTTP server and metrics modules import them."""
+    importers = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(module.split(".")[0] in ("aiohttp", "prometheus_client") for module in modules):
+                importers.add(name)
+    assert importers == {"kafkalite.broker.admin.http", "kafkalite.broker.admin.metrics"}
+    server_imports = GRAPH["kafkalite.broker.server"]
+    assert "kafkalite.broker.admin.http" in server_imports  # inside BrokerServer._start_admin only

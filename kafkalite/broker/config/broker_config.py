@@ -187,9 +187,9 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-# KAFKALITE_* variables that are not broker configs: the CLI's default bootstrap server and the
-# code generator's schema directory.
-NOT_BROKER_CONFIGS = frozenset({"KAFKALITE_BOOTSTRAP_SERVER", "KAFKALITE_SCHEMAS"})
+# KAFKALITE_* variables that are not broker configs: the CLI's default bootstrap server and admin
+# endpoint, and the code generator's schema directory.
+NOT_BROKER_CONFIGS = frozenset({"KAFKALITE_BOOTSTRAP_SERVER", "KAFKALITE_ADMIN_URL", "KAFKALITE_SCHEMAS"})
 
 
 def _keys_from_environ(environ: Mapping[str, str]) -> dict[str, str]:

@@ -80,6 +80,11 @@ BROKER_SECTIONS: tuple[str | ConfigKey, ...] = (
     _K("inter.broker.listener.name", _S, None, "The listener other brokers connect to.", inert=ONE_REPLICA),
     _K("security.inter.broker.protocol", _S, "PLAINTEXT", "The security protocol between brokers.",
        valid=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), inert=ONE_REPLICA),
+    _K("admin.listener", _S, None,
+       "kafkalite: host:port of the admin HTTP endpoint (JSON API under /v1/, fault injection, Prometheus "
+       "/metrics, the web console at /); port 0 picks a free port. Unset (the default): off, and the broker "
+       "does not import its HTTP server. Needs the admin extra (pip install 'kafkalite[admin]'). It has no "
+       "authentication: keep it on a loopback address. Example: 127.0.0.1:9644."),
 
     "Storage",
     _K("log.dirs", _S, None,
