@@ -419,7 +419,9 @@ def test_an_idle_tick_touches_no_log(tmp_path: Path) -> None:
     log_manager.close()
 
 
-def test_a_checkpoint_that_could_not_be_written_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_checkpoint_that_could_not_be_written_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     import kafkalite.broker.core.log.manager as manager_module
 
     log_manager = manager(tmp_path)
@@ -427,12 +429,14 @@ def test_a_checkpoint_that_could_not_be_written_is_retried(tmp_path: Path, monke
     partition_log.append(make_batch(2, timestamp=T0), T0)
     log_manager.run_periodic(T0 + 1)
     partition_log.delete_records_before(1, T0)
-    real_write = manager_module.write_offset_checkpoint
-    monkeypatch.setattr(manager_module, "write_offset_checkpoint",
+    real_write = manager_module._write_durably
+    monkeypatch.setattr(manager_module, "_write_durably",
                         lambda *args: (_ for _ in ()).throw(OSError(24, "Too many open files")))
-    with pytest.raises(OSError):
-        log_manager.run_periodic(T0 + 2)
-    monkeypatch.setattr(manager_module, "write_offset_checkpoint", real_write)
+    with caplog.at_level(logging.WARNING, logger="kafkalite.log_manager"):
+        log_manager.run_periodic(T0 + 2)  # the background file work fails: logged, not raised
+    assert "will try again" in caplog.text
+    assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("orders", 0): 0}
+    monkeypatch.setattr(manager_module, "_write_durably", real_write)
     log_manager.run_periodic(T0 + 3)  # nothing changed since: the failed write is retried all the same
     assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("orders", 0): 1}
     log_manager.close()
