@@ -70,7 +70,7 @@ def client_main(a: argparse.Namespace) -> None:
             if message is not None and message.error() is None:
                 now = time.perf_counter_ns()
                 ready.set()
-                sent = int(message.value()[:20])
+                sent = int((message.value() or b"0")[:20])
                 if sent >= measuring_from[0]:
                     ends.append((now - sent) / 1e6)
 
