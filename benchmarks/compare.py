@@ -519,7 +519,7 @@ def compare_main(a: argparse.Namespace) -> None:
               f"{'  (quick: 10x fewer records)' if a.quick else ''}\n"
               f"mock: librdkafka {confluent_kafka.libversion()[0]} mock cluster (confluent-kafka's wheel),"
               f" a fresh process per rep\nkafkalite: {bootstrap} pid {pid}"
-              f" configs {a.broker_config or 'default'}\nclients: confluent-kafka {confluent_kafka.version()[0]},"
+              f" configs {a.broker_config or 'default'}\nclients: confluent-kafka {confluent_kafka.__version__},"
               f" kafka-python {kafka.__version__}, kafkalite.client"
               f"{', rdkafka_performance' if rdkperf and 'rdkperf' in families else ''}", flush=True)
         rss_before = memory_mib(pid)

@@ -101,7 +101,11 @@ def client_main(a: argparse.Namespace) -> None:
     while sent < total:
         due = min(total, int((time.perf_counter_ns() - start) * a.rate / 1e9) + 1)
         while sent < due:
-            produce(a.topic, b"%020d" % time.perf_counter_ns() + padding)
+            try:
+                produce(a.topic, b"%020d" % time.perf_counter_ns() + padding)
+            except BufferError:  # the producer's queue is full: the server is behind
+                poll(0.001)
+                continue
             sent += 1
         poll(0)
         next_at = start + sent * 1e9 / a.rate
