@@ -56,8 +56,10 @@ test: venv-test codegen-check lint compile $(KAFKAJS_DIR)/node_modules/.package-
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
-bench: venv-test
-	$(PY) benchmarks/codec.py
+# kafkalite beside librdkafka's mock cluster, the same clients interleaved (benchmarks/compare.py --help);
+# e.g. make bench BENCH_ARGS='--quick' or BENCH_ARGS='--only confluent --reps 5'.
+bench: venv-test compile
+	$(PY) benchmarks/compare.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

@@ -9,10 +9,14 @@ scratch when ``buffer_updated`` returns, so an idle connection holds no buffer a
 complete in the scratch is copied out, and the copy dispatched: handlers keep their request (async
 ones) or views of it (Produce records, until the append) after the call. A frame not complete in the
 scratch gets a bytearray of its own: the part already read is copied in, the rest is received
-straight into it, and it is dispatched as is. That buffer grows as the bytes arrive (from
+straight into it, and it is dispatched as a view. That buffer grows as the bytes arrive (from
 ``SCRATCH_BYTES``, doubling, up to the frame's size; a large bytearray grows in place), so a size
 prefix that promises 100 MiB costs what was actually sent, not what was promised. Each byte is
-copied at most once after the kernel, and most of a large Produce never. A size prefix split across
+copied at most once after the kernel, and most of a large Produce never. Once such a frame is handled
+and nothing holds a view of it any more (a handler that keeps part of its request keeps the buffer),
+its buffer becomes the scratch's ``spare`` (rounded up to a power of two, at most ``SPARE_BYTES``; one
+per server): the next frame that fits is received straight into it, so a stream of 1 MiB Produce
+requests allocates and zero-fills no buffer per request. A size prefix split across
 reads (at most 3 bytes) is kept by the connection and put back at the front of the scratch for its
 next read.
 
@@ -76,6 +80,7 @@ log = logging.getLogger("kafkalite.net")
 
 MAX_IN_FLIGHT = 100  # unanswered requests on one connection before it stops reading
 SCRATCH_BYTES = 64 * 1024  # what one read between frames may take (one scratch per server)
+SPARE_BYTES = 8 * 1024 * 1024  # the largest frame buffer the scratch keeps for the next large frame
 _SIZE = struct.Struct(">i")
 _connection_ids = itertools.count(1)
 
@@ -93,13 +98,49 @@ class _Slot:
 
 
 class ReceiveScratch:
-    """The buffer reads between frames land in, shared by the connections of one event loop."""
+    """The buffer reads between frames land in, shared by the connections of one event loop, and a
+    spare buffer for the next frame larger than it (lent to one connection at a time)."""
 
-    __slots__ = ("data", "view")
+    __slots__ = ("data", "returned", "spare", "view")
 
     def __init__(self, size: int = SCRATCH_BYTES) -> None:
         self.data = bytearray(size)
         self.view = memoryview(self.data)
+        self.spare: bytearray | None = None
+        self.returned: bytearray | None = None  # the last handled frame's buffer, not yet adopted
+
+    def lend(self, size: int) -> bytearray | None:
+        """The spare, if a frame of ``size`` bytes fits in it (the caller owns it until ``give_back``)."""
+        returned = self.returned
+        if returned is not None:
+            self.returned = None
+            self._adopt(returned)
+        spare = self.spare
+        if spare is None or len(spare) < size:
+            return None
+        self.spare = None
+        return spare
+
+    def give_back(self, buffer: bytearray) -> None:
+        """A handled frame's buffer. The loop still holds the view it read into until ``buffer_updated``
+        returns, so whether anything else keeps a view is asked when the next large frame begins."""
+        self.returned = buffer
+
+    def _adopt(self, buffer: bytearray) -> None:
+        """Keep ``buffer`` as the spare (rounded up to a power of two) unless a view of it is alive."""
+        size = len(buffer)
+        if size > SPARE_BYTES or (self.spare is not None and len(self.spare) >= size):
+            return
+        try:
+            buffer.append(0)  # a resize: raises BufferError while any view of the buffer exists
+        except BufferError:
+            return
+        rounded = max(size, min(SPARE_BYTES, 1 << (size - 1).bit_length()))
+        if rounded > size + 1:
+            buffer.extend(bytes(rounded - size - 1))
+        else:
+            del buffer[rounded:]
+        self.spare = buffer
 
 
 class DispatchObserver(Protocol):
@@ -189,7 +230,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if body is not None:
             if self._filled == len(body):  # all that arrived so far fills it: grow it for what comes next
                 body = self._grow_body(body)
-            return memoryview(body)[self._filled:]
+            return memoryview(body)[self._filled:self._frame_size]
         kept = self._kept = len(self._prefix)
         if kept:
             self._scratch.data[:kept] = self._prefix
@@ -222,10 +263,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if self._filled == self._frame_size:
                     body, self._body = self._body, None
                     self._frame_began = None
+                    whole = memoryview(body)
+                    frame = whole[:self._frame_size]
                     try:
-                        self._dispatch(body)
+                        self._dispatch(frame)
                     finally:
                         self._release_reserved()
+                        try:
+                            frame.release()
+                            whole.release()
+                        except BufferError:  # something made a buffer of the frame view and keeps it
+                            pass
+                        else:
+                            self._scratch.give_back(body)
         finally:
             self._uncork()
 
@@ -245,9 +295,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             position += 4
             if end - position < size:
                 arrived = end - position
-                self._body = bytearray(min(size, max(arrived, SCRATCH_BYTES)))
+                body = self._scratch.lend(size)
+                self._body = bytearray(min(size, max(arrived, SCRATCH_BYTES))) if body is None else body
                 self._frame_size, self._filled = size, arrived
-                self._reserve(len(self._body))
+                self._reserve(min(size, len(self._body)))
                 self._body[:arrived] = view[position:end]
                 position = end
             else:

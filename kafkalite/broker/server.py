@@ -246,6 +246,34 @@ class BrokerServer:
         log.info("stopped")
 
 
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (glibc's malloc.h)
+_MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
+_TRIM_THRESHOLD_BYTES = 64 * 1024 * 1024
+
+
+def _keep_freed_memory() -> None:
+    """Ask glibc's malloc to serve blocks up to 32 MiB from its heap and to keep up to 64 MiB of freed
+    heap, instead of mapping a fresh block for each large buffer and unmapping it when freed.
+
+    The broker allocates and frees megabytes per request (a fetch's batches read from the log, a
+    response's buffers); by default each such block is a fresh mapping whose every page the kernel
+    faults in and zeroes, and the heap's free top is given back at 128 KiB. On the 2-core development
+    VM, reading 8 x 1 MiB blocks with ``os.pread`` 300 times took 1.6-2.0 CPU seconds with the defaults
+    and 0.25 with these thresholds. The cost: up to 64 MiB of freed memory stays resident after a
+    burst. Other C libraries (no ``mallopt``) are left as they are. Only the standalone broker does
+    this; one embedded in another process leaves its allocator alone.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+    mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES)
+
+
 def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) -> int:
     """Serve until SIGTERM or SIGINT, then stop cleanly. Returns the process exit status.
 
@@ -267,6 +295,7 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) 
         # process: keep it out of the cyclic collector's full passes, which would rescan it forever.
         # (A broker embedded in someone else's process leaves their collector alone.)
         gc.freeze()
+        _keep_freed_memory()
         await stop_requested.wait()
         log.info("shutting down")
         await server.stop()

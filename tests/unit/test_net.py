@@ -341,6 +341,34 @@ def test_a_frame_larger_than_the_scratch_is_received_into_its_own_buffer(chunk: 
     run(scenario)
 
 
+def test_a_large_frame_reuses_the_last_ones_buffer_once_no_view_of_it_is_left() -> None:
+    """A handled frame's buffer is the spare for the next large frame, unless a handler still holds
+    a view of it (then the next frame gets a buffer of its own and the kept view stays intact)."""
+    async def scenario() -> None:
+        handlers = Handlers()
+        connection, _ = connect(handlers, max_request_bytes=4 * SCRATCH_BYTES)
+        records = bytes(range(256)) * (2 * SCRATCH_BYTES // 256 + 3)
+
+        def receive(correlation_id: int) -> bytearray | None:
+            frame = produce_records(correlation_id, records)
+            feed(connection, frame[:-1])
+            body = connection._body
+            feed(connection, frame[-1:])
+            return body
+
+        first = receive(1)
+        second = receive(2)  # the handler keeps a view of the first frame's records
+        assert first is not None and second is not first
+        handlers.records.clear()
+        third = receive(3)
+        assert third is second
+        fourth = receive(4)  # a view of the third frame is kept again
+        assert fourth is not third
+        assert [bytes(kept) for kept in handlers.records] == [records, records]
+
+    run(scenario)
+
+
 def test_dispatched_frames_stay_valid_after_later_reads() -> None:
     """Handlers may keep views of their request (Produce records until the append) after the call;
     the reads that follow must not overwrite them."""

@@ -14,7 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -78,6 +78,10 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
+    # derived once from the fields above (read on every append)
+    deletes: bool = field(init=False, repr=False, compare=False)
+    compacts: bool = field(init=False, repr=False, compare=False)
+    max_segment_ms: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not 14 <= self.segment_bytes <= INT32_MAX:
@@ -97,24 +101,15 @@ class LogConfig:
         policies = {part.strip() for part in self.cleanup_policy.split(",")}
         if not policies or not policies <= {"delete", "compact"}:
             raise ValueError(f"cleanup.policy must be delete, compact or both, got {self.cleanup_policy!r}")
+        # deletes: retention may delete segments; compacts: the log cleaner compacts the log;
+        # max_segment_ms: how long a segment stays active: segment.ms, or max.compaction.lag.ms if
+        # shorter on a compacted log (Kafka's LogConfig.maxSegmentMs: the active segment is never cleaned)
+        compacts = "compact" in policies
+        object.__setattr__(self, "deletes", "delete" in policies)
+        object.__setattr__(self, "compacts", compacts)
+        object.__setattr__(self, "max_segment_ms", min(self.segment_ms, self.max_compaction_lag_ms)
+                           if compacts and self.max_compaction_lag_ms > 0 else self.segment_ms)
 
-    @property
-    def deletes(self) -> bool:
-        """Whether retention may delete segments (cleanup.policy includes delete)."""
-        return "delete" in {part.strip() for part in self.cleanup_policy.split(",")}
-
-    @property
-    def compacts(self) -> bool:
-        """Whether the log cleaner compacts the log (cleanup.policy includes compact)."""
-        return "compact" in {part.strip() for part in self.cleanup_policy.split(",")}
-
-    @property
-    def max_segment_ms(self) -> int:
-        """How long a segment stays active: segment.ms, or max.compaction.lag.ms if shorter on a
-        compacted log (Kafka's LogConfig.maxSegmentMs: the active segment is never cleaned)."""
-        if self.compacts and self.max_compaction_lag_ms > 0:
-            return min(self.segment_ms, self.max_compaction_lag_ms)
-        return self.segment_ms
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,125 @@
+"""Start-up time: from the broker's exec to its first ApiVersions answer, installed as users install it.
+
+    python benchmarks/startup.py [--runs 5] [--editable] [--importtime]
+
+Installs this checkout with ``pip install --no-deps --target DIR .`` (a regular, non-editable
+install, byte-compiled by pip) into a scratch directory, and runs ``python -m kafkalite serve`` from
+there (``PYTHONPATH=DIR``, from a scratch working directory, so nothing of the checkout is imported)
+with an empty data directory on a free loopback port, ``--runs`` times. For each run it prints how
+long after the exec the port accepted a connection and how long until the answer to an ApiVersions
+v0 request came back, then the medians. ``--editable`` runs the checkout itself instead.
+``--importtime`` prints the 15 slowest imports of one start (``python -X importtime``).
+Nothing is asserted; the broker is stopped by its PID after each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# ApiVersions v0, correlation id 7, client id "startup": size, key 18, version 0, id, client id
+_BODY = struct.pack(">hhih", 18, 0, 7, 7) + b"startup"
+REQUEST = struct.pack(">i", len(_BODY)) + _BODY
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) -> tuple[float, float, str]:
+    port = free_port()
+    data = Path(tempfile.mkdtemp(prefix="data-", dir=cwd))
+    command = [sys.executable, *(extra or []), "-m", "kafkalite", "serve", "--port", str(port),
+               "--listeners", f"PLAINTEXT://127.0.0.1:{port}", "--data-dir", str(data)]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    accepted = answered = float("nan")
+    try:
+        deadline = started + 30
+        while time.perf_counter() < deadline and process.poll() is None:
+            try:
+                connection = socket.create_connection(("127.0.0.1", port), timeout=5)
+            except OSError:
+                time.sleep(0.0005)
+                continue
+            accepted = time.perf_counter() - started
+            with connection:
+                connection.sendall(REQUEST)
+                head = connection.recv(8)
+                if len(head) >= 8 and struct.unpack(">ii", head[:8])[1] == 7:
+                    answered = time.perf_counter() - started
+            break
+    finally:
+        process.terminate()
+        try:
+            _, errors = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, errors = process.communicate()
+        shutil.rmtree(data, ignore_errors=True)
+    return accepted, answered, errors.decode(errors="replace")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--editable", action="store_true", help="run the checkout instead of an install")
+    parser.add_argument("--importtime", action="store_true", help="show the slowest imports of one start")
+    a = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
+    try:
+        env = {name: value for name, value in os.environ.items() if not name.startswith("KAFKALITE_")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        if a.editable:
+            cwd = REPO
+            print("running the checkout itself")
+        else:
+            target = scratch / "site"
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                            "--target", str(target), str(REPO)], check=True, cwd=scratch)
+            env["PYTHONPATH"] = str(target)
+            cwd = scratch
+            print("installed with pip (not editable) into a scratch directory")
+        one_start(env, cwd)  # the first start after an install warms the page cache
+        accepts, answers = [], []
+        for run in range(a.runs):
+            accepted, answered, errors = one_start(env, cwd)
+            if answered != answered:  # NaN: no answer
+                print(f"run {run + 1}: no answer; the broker said: {errors[-500:]}")
+                continue
+            accepts.append(accepted * 1000)
+            answers.append(answered * 1000)
+            print(f"run {run + 1}: accepting after {accepted * 1000:.0f} ms, ApiVersions answered after "
+                  f"{answered * 1000:.0f} ms")
+        if answers:
+            print(f"median of {len(answers)}: accepting {statistics.median(accepts):.0f} ms, first ApiVersions answer "
+                  f"{statistics.median(answers):.0f} ms")
+        if a.importtime:
+            _, _, errors = one_start(env, cwd, ["-X", "importtime"])
+            rows = []
+            for line in errors.splitlines():
+                if line.startswith("import time:") and "|" in line:
+                    parts = [part.strip() for part in line.removeprefix("import time:").split("|")]
+                    if parts[0].isdigit():
+                        rows.append((int(parts[1]), int(parts[0]), parts[2]))
+            print("slowest imports (cumulative µs, self µs, module):")
+            for cumulative, own, name in sorted(rows, reverse=True)[:15]:
+                print(f"  {cumulative:>8} {own:>8}  {name}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
