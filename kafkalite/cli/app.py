@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from kafkalite import __version__
+from kafkalite.cli.certs import certs
 from kafkalite.cli.common import EXPECTED_ERRORS, ClientSettings, client_options, json_option, one_line, run_async
 from kafkalite.cli.faults import faults
 from kafkalite.cli.groups import groups
@@ -93,6 +94,7 @@ cli.add_command(topics)
 cli.add_command(produce)
 cli.add_command(groups)
 cli.add_command(faults)
+cli.add_command(certs)
 
 
 def run(arguments: Sequence[str]) -> int:
