@@ -70,7 +70,8 @@ class CommonConfig:
     ssl_key_password: str | None = _key(None, "password of the key in ssl.keystore.location")
     ssl_endpoint_identification_algorithm: str | None = _key("https", "https: check the broker's host name; empty: "
                                                              "do not")
-    sasl_mechanism: str = _key("PLAIN", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Kafka's default GSSAPI is not served)")
+    sasl_mechanism: str = _key("PLAIN", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (unsecured tokens); "
+                               "Kafka's default GSSAPI is not served")
     sasl_jaas_config: str | None = _key(None, 'the login module line with username="..." password="..."')
     sasl_username: str | None = _key(None, "the SASL user (librdkafka's name; sasl.jaas.config's username)")
     sasl_password: str | None = _key(None, "the SASL password (librdkafka's name)")

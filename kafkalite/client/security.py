@@ -9,7 +9,9 @@
   broker's host name, empty does not.
 * SASL (``SASL_PLAINTEXT``, ``SASL_SSL``): ``sasl.mechanism`` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512,
   with the user and password of ``sasl.jaas.config`` (``... required username="u" password="p";``) or,
-  as librdkafka names them, ``sasl.username`` and ``sasl.password``.
+  as librdkafka names them, ``sasl.username`` and ``sasl.password``; OAUTHBEARER with an unsecured
+  token (for local testing, as the Java client's default login module makes one) whose subject is
+  ``unsecuredLoginStringClaim_sub`` of ``sasl.jaas.config``, or ``sasl.username``.
 
 ``authenticate`` runs the exchange over a connection's request function: SaslHandshake v1, then
 SaslAuthenticate with PLAIN's one token or SCRAM's two (RFC 5802; the server's signature is checked,
@@ -21,9 +23,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import re
 import secrets
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +39,7 @@ from kafkalite.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRe
 
 __all__ = ["ClientSecurity", "MECHANISMS"]
 
-MECHANISMS = {"PLAIN": None, "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+MECHANISMS = {"PLAIN": None, "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512", "OAUTHBEARER": None}
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:\\.|[^"\\])*)"')
 Request = Callable[[Message, int], Awaitable[Any]]
 
@@ -75,10 +79,11 @@ class ClientSecurity:
         mechanism = str(config.sasl_mechanism).upper()
         if mechanism not in MECHANISMS:
             raise ConfigError(f"sasl.mechanism {mechanism} is not served by this client (PLAIN, SCRAM-SHA-256, "
-                             "SCRAM-SHA-512)")
+                             "SCRAM-SHA-512, OAUTHBEARER)")
         options = {name: re.sub(r"\\(.)", r"\1", value)
                    for name, value in _JAAS_OPTION.findall(config.sasl_jaas_config or "")}
-        username = config.sasl_username or options.get("username", "")
+        username = (config.sasl_username or options.get("username", "")
+                    or options.get("unsecuredLoginStringClaim_sub", ""))
         password = config.sasl_password or options.get("password", "")
         if not username:
             raise ConfigError(f"{protocol} needs a user: sasl.jaas.config with username=\"...\" password=\"...\", "
@@ -104,7 +109,17 @@ class ClientSecurity:
         if self.mechanism == "PLAIN":
             _, lifetime = await step(b"\x00" + self.username.encode() + b"\x00" + self.password.encode())
             return lifetime
+        if self.mechanism == "OAUTHBEARER":
+            _, lifetime = await step(f"n,,\x01auth=Bearer {self._unsecured_token()}\x01\x01".encode())
+            return lifetime
         return await self._scram(step, address)
+
+    def _unsecured_token(self) -> str:
+        def part(value: dict[str, Any]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+        now = int(time.time())
+        return f"{part({'alg': 'none'})}.{part({'sub': self.username, 'iat': now, 'exp': now + 3600})}."
 
     async def _scram(self, step: Callable[[bytes], Awaitable[tuple[bytes, int]]], address: str) -> int:
         hash_name = MECHANISMS[self.mechanism]
