@@ -318,3 +318,15 @@ def test_a_subprocess_broker_with_security(tmp_path: Path) -> None:
         topic = _topic()
         broker.create_topic(topic)
         assert _confluent_round_trip(broker, topic) == b"over confluent-kafka"  # type: ignore[arg-type]
+
+
+@pytest.mark.kafka_broker_config(security="SASL_PLAINTEXT:SCRAM-SHA-512", **AUTHORIZER)
+def test_the_fixture_marker_gives_a_secured_broker_with_acls(kafka_broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    kafka_broker.create_topic(topic)  # the helpers connect as admin, a super user
+    assert _confluent_round_trip(kafka_broker, topic, user="admin") == b"over confluent-kafka"
+    producer = confluent_kafka.Producer({**kafka_broker.confluent_config("alice"), "message.timeout.ms": 5_000})
+    delivered: list[Any] = []
+    producer.produce(topic, b"no", on_delivery=lambda error, message: delivered.append(error))
+    producer.flush(TIMEOUT_S)
+    assert [error.code() for error in delivered] == [confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED]
