@@ -21,6 +21,7 @@ from kafkalite.cli.faults import faults
 from kafkalite.cli.groups import groups
 from kafkalite.cli.output import render_json
 from kafkalite.cli.produce import produce
+from kafkalite.cli.scram import scram
 from kafkalite.cli.topics import topics
 from kafkalite.client.admin import Admin
 
@@ -95,6 +96,7 @@ cli.add_command(produce)
 cli.add_command(groups)
 cli.add_command(faults)
 cli.add_command(certs)
+cli.add_command(scram)
 
 
 def run(arguments: Sequence[str]) -> int:

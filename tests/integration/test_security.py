@@ -8,6 +8,7 @@ while bad frames arrive before authentication.
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import uuid
@@ -330,3 +331,58 @@ def test_the_fixture_marker_gives_a_secured_broker_with_acls(kafka_broker: Embed
     producer.produce(topic, b"no", on_delivery=lambda error, message: delivered.append(error))
     producer.flush(TIMEOUT_S)
     assert [error.code() for error in delivered] == [confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
+# the CLI ------------------------------------------------------------------------------------------
+def _kafkalite(*arguments: str) -> tuple[int, str, str]:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("KAFKALITE_")}
+    environment["PYTHONPATH"] = str(root)
+    completed = subprocess.run([sys.executable, "-m", "kafkalite", *arguments], capture_output=True, text=True,
+                               timeout=60, cwd=root, env=environment, check=False)
+    return completed.returncode, completed.stdout, completed.stderr
+
+
+def test_certs_make_a_tls_listener_that_clients_trust(tmp_path: Path) -> None:
+    code, out, err = _kafkalite("certs", "--out", str(tmp_path / "certs"), "--client", "carol")
+    assert code == 0, err
+    assert "ssl.keystore.location=" in out
+    certs = tmp_path / "certs"
+    configs = {"listeners": "SSL://127.0.0.1:0", "listener.security.protocol.map": "SSL:SSL",
+               "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs / "broker.pem"),
+               "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs / "ca.pem"),
+               "ssl.client.auth": "required"}
+    with EmbeddedBroker(configs) as broker:
+        keystore = tmp_path / "carol-keystore.pem"
+        keystore.write_bytes((certs / "carol-key.pem").read_bytes() + (certs / "carol.pem").read_bytes())
+        config = {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SSL",
+                  "ssl.truststore.location": str(certs / "ca.pem"), "ssl.keystore.location": str(keystore)}
+        with Admin(config) as admin:
+            assert isinstance(admin.list_topics(), dict)
+        with pytest.raises(KafkaError):  # no client certificate: the handshake fails
+            Admin({**config, "ssl.keystore.location": None, "request.timeout.ms": 3000,
+                   "default.api.timeout.ms": 3000}).list_topics()
+
+
+def test_scram_command_sets_describes_and_deletes_users() -> None:
+    with EmbeddedBroker(security="SASL_PLAINTEXT:SCRAM-SHA-256") as broker:
+        secured = broker.client_config("admin")
+        flags = ["-b", broker.bootstrap_servers]
+        for key in ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password"):
+            flags += ["-X", f"{key}={secured[key]}"]
+        code, out, err = _kafkalite("scram", "set", "dave", "--password", "dave-secret", "--iterations", "4096",
+                                    *flags)
+        assert code == 0, err
+        code, out, err = _kafkalite("scram", "describe", "dave", "--json", *flags)
+        assert code == 0, err
+        assert json.loads(out) == [{"user": "dave", "mechanism": "SCRAM-SHA-256", "iterations": 4096}]
+        with Admin({**secured, "sasl.username": "dave", "sasl.password": "dave-secret"}) as dave:
+            assert isinstance(dave.list_topics(), dict)
+        code, out, err = _kafkalite("scram", "delete", "dave", *flags)
+        assert code == 0, err
+        code, out, err = _kafkalite("scram", "describe", "dave", *flags)
+        assert code == 1 and "RESOURCE_NOT_FOUND" in err or "does not exist" in err, err
