@@ -37,8 +37,9 @@ from kafkalite.broker.handlers.registry import ApiHandler, HandlerResult, Reques
 from kafkalite.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from kafkalite.broker.security.authorizer import Authorizer
 from kafkalite.broker.security.principal import ANONYMOUS
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.message import Message
+from kafkalite.protocol.messages import RESPONSES
 
 __all__ = ["authorizing_handlers"]
 
@@ -110,8 +111,36 @@ def _then(result: HandlerResult, patch: Callable[[Any], None]) -> HandlerResult:
     return later(result)
 
 
-def _error(context: RequestContext, request: Any, error: ErrorCode) -> Message | None:
-    return error_response(context.api_key, context.api_version, request, error, _Topics(context))
+def _error(context: RequestContext, request: Any, error: ErrorCode) -> Message:
+    """The whole answer with ``error`` where the API keeps it. An API without such a place refuses by
+    closing the connection (``KafkaError`` from a handler does that, with a log line)."""
+    response = _special_error(context.api_key, request, error) or error_response(
+        context.api_key, context.api_version, request, error, _Topics(context))
+    if response is None:
+        raise KafkaError(error, f"{context.api_key} refused and has no place for the error")
+    return response
+
+
+def _special_error(api_key: int, request: Any, error: ErrorCode) -> Any:
+    """The APIs whose answers keep errors per item of the request, which ``error_response`` does not know."""
+    response: Any
+    if api_key == 30:  # CreateAcls: one result per creation
+        response = RESPONSES[30]()
+        response.results = [_entry(response, "results", error_code=error, error_message=None)
+                            for _ in request.creations]
+        return response
+    if api_key == 31:  # DeleteAcls: one result per filter
+        response = RESPONSES[31]()
+        response.filter_results = [_entry(response, "filter_results", error_code=error, error_message=None,
+                                          matching_acls=[]) for _ in request.filters]
+        return response
+    if api_key == 51:  # AlterUserScramCredentials: one result per user
+        response = RESPONSES[51]()
+        users = dict.fromkeys(item.name for item in [*request.deletions, *request.upsertions])
+        response.results = [_entry(response, "results", user=user, error_code=error, error_message=None)
+                            for user in users]
+        return response
+    return None
 
 
 # partitioned APIs ------------------------------------------------------------------------------
@@ -319,7 +348,6 @@ def _add_partitions_to_txn(authorizer: Authorizer, inner: Inner, context: Reques
     if not failing:
         return inner(context, request)
     response = _error(context, request, ErrorCode.OPERATION_NOT_ATTEMPTED)  # Kafka adds none of them then
-    assert response is not None
     fail_partitions(context.api_key, context.api_version, request, response, failing, TOPIC_FAILED, topics)
     return response
 
