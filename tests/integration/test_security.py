@@ -386,3 +386,23 @@ def test_scram_command_sets_describes_and_deletes_users() -> None:
         assert code == 0, err
         code, out, err = _kafkalite("scram", "describe", "dave", *flags)
         assert code == 1 and "RESOURCE_NOT_FOUND" in err or "does not exist" in err, err
+
+
+def test_confluent_kafka_reauthenticates_before_its_session_runs_out() -> None:
+    with EmbeddedBroker({"connections.max.reauth.ms": 1500}, security="SASL_PLAINTEXT:SCRAM-SHA-256") as broker:
+        topic = _topic()
+        broker.create_topic(topic)
+        producer = confluent_kafka.Producer({**broker.confluent_config("alice"), "message.timeout.ms": 10_000})
+        delivered: list[Any] = []
+        for _ in range(200):  # one record every 50 ms until the broker saw a re-authentication
+            producer.produce(topic, b"x", on_delivery=lambda error, message: delivered.append(error))
+            producer.flush(TIMEOUT_S)
+            producer.poll(0.05)
+            if "re-authenticated as User:alice" in broker.log_text():
+                break
+        else:
+            raise AssertionError("librdkafka did not re-authenticate")
+        producer.produce(topic, b"after", on_delivery=lambda error, message: delivered.append(error))
+        producer.flush(TIMEOUT_S)
+        assert set(delivered) == {None}  # nothing failed across the re-authentication
+        assert "session expired" not in broker.log_text()

@@ -39,7 +39,9 @@ def handle_sasl_authenticate(context: RequestContext, request: SaslAuthenticateR
         session.close_after_response = True
         return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
                                         error_message=exc.client_message)
-    if authenticator.principal is not None:  # complete (or re-authenticating as the same principal)
+    if authenticator.authenticated:
+        if session.authenticated:
+            log.info("%s re-authenticated as %s on %s", context.peer, authenticator.principal, context.listener_name)
         session.authenticated = True
         session.principal = authenticator.principal
     return SaslAuthenticateResponse(auth_bytes=answer, session_lifetime_ms=lifetime_ms)

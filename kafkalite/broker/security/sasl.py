@@ -175,6 +175,11 @@ class SaslAuthenticator:
         self._exchange: _Plain | _Scram | _OAuthBearer | None = None
         self.session_expires_at_ms: int | None = None  # when re-authentication is due (None: never)
 
+    @property
+    def authenticated(self) -> bool:
+        """Whether the last exchange completed (and none is under way)."""
+        return self.state is SaslState.AUTHENTICATED
+
     def handshake(self, mechanism: str) -> ErrorCode:
         """SaslHandshake: choose a mechanism (again, to re-authenticate)."""
         if self.state not in (SaslState.HANDSHAKE, SaslState.AUTHENTICATED):
