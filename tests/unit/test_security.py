@@ -45,7 +45,7 @@ def test_distinguished_name_is_written_last_rdn_first_with_escapes() -> None:
     ("DEFAULT", "CN=alice,O=Acme", "CN=alice,O=Acme"),
     ("RULE:^CN=(.*?),O=(.*?)$/$1@$2/L,DEFAULT", "CN=Alice,O=Acme", "alice@acme"),
     ("RULE:^CN=(.*?),.*$/$1/U, DEFAULT", "CN=bob,OU=x,O=y", "BOB"),
-    ("RULE:^CN=admin$/root/,DEFAULT", "CN=alice", "CN=alice"),
+    ("RULE:^CN=admin$/superuser/,DEFAULT", "CN=alice", "CN=alice"),
     ("RULE:^.*OU=(.*?),.*$/$1\\/team/", "CN=a,OU=dev,O=b", "dev/team"),
 ])
 def test_ssl_principal_mapping_rules(rules: str, name: str, expected: str) -> None:
@@ -54,7 +54,7 @@ def test_ssl_principal_mapping_rules(rules: str, name: str, expected: str) -> No
 
 def test_no_matching_rule_and_bad_rules() -> None:
     with pytest.raises(NoMatchingRule):
-        SslPrincipalMapper.parse("RULE:^CN=admin$/root/").name("CN=alice")
+        SslPrincipalMapper.parse("RULE:^CN=admin$/superuser/").name("CN=alice")
     with pytest.raises(ValueError):
         SslPrincipalMapper.parse("RULE:nothing")
 
