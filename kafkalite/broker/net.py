@@ -156,6 +156,8 @@ class DispatchObserver(Protocol):
 class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: framing, dispatch, ordered responses, back-pressure, idle timeout."""
 
+    session: Any = None  # authentication and principal: kafkalite.broker.security.connection sets it
+
     def __init__(
         self,
         cluster: Cluster,
@@ -418,7 +420,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except ProtocolError as exc:
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
         context = RequestContext(self._cluster, api_key, api_version, request.correlation_id,
-                                 request.header.client_id, self.peer, self.connection_id, self.listener_name)
+                                 request.header.client_id, self.peer, self.connection_id, self.listener_name,
+                                 self.session)
         self._add_slot(slot)
         try:
             observer = self.observer

@@ -32,9 +32,12 @@ from typing import TYPE_CHECKING
 
 import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
+from kafkalite.broker.handlers.registry import HANDLERS
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
+from kafkalite.broker.security.connection import SecureConnection
+from kafkalite.broker.security.setup import BrokerSecurity
 
 if TYPE_CHECKING:
     from kafkalite.broker.admin.http import AdminServer
@@ -69,6 +72,8 @@ class BrokerServer:
         self._io_jobs: set[asyncio.Future[None]] = set()
         self.observer: RequestObserver | None = None  # the admin endpoint's hook in dispatch (observe())
         self.admin: AdminServer | None = None  # the admin HTTP endpoint, when admin.listener is set
+        self.security: BrokerSecurity | None = None  # TLS, SASL and the authorizer of each listener
+        self._handlers = HANDLERS  # with the authorizer on: each wrapped in its ACL checks
 
     async def start(self) -> None:
         from kafkalite.broker.core.cluster import Cluster, Endpoint
@@ -85,12 +90,20 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         cluster.log_manager.background.runner = partial(self._run_in_io_thread, loop)
         try:
+            security = BrokerSecurity.build(self.config, cluster.scram_credentials, cluster.acls)
+            self.security = security if security.needed else None
+            authorizer = next(iter(security.listeners.values())).authorizer
+            if authorizer is not None:
+                from kafkalite.broker.security.enforce import authorizing_handlers
+
+                self._handlers = authorizing_handlers(HANDLERS, authorizer)
             bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
             self._sockets = None
             for listener, sockets in zip(listeners, bound_sockets, strict=True):
                 for sock in sockets:
-                    self._servers.append(await loop.create_server(partial(self._new_connection, listener.name),
-                                                                  sock=sock))
+                    self._servers.append(await loop.create_server(
+                        partial(self._new_connection, listener.name), sock=sock,
+                        ssl=security.listeners[listener.name].ssl_context))
                 sockname = sockets[0].getsockname()
                 self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
             admin_listener = self.config.get_str("admin.listener") if self.config.is_set("admin.listener") else ""
@@ -159,12 +172,15 @@ class BrokerServer:
     def _new_connection(self, listener_name: str) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it
         config = self.config
-        return KafkaConnection(self.cluster, connections=self.connections, scratch=self._scratch,
-                               listener_name=listener_name, observer=self.observer,
-                               max_request_bytes=config.get_int("socket.request.max.bytes"),
-                               idle_ms=config.get_int("connections.max.idle.ms"),
-                               receive_timeout_ms=config.get_int("socket.request.receive.timeout.ms"),
-                               quotas=self.quotas, budget=self.budget)
+        security = None if self.security is None else self.security.listeners[listener_name]
+        connection = partial(KafkaConnection if security is None or security.plain else
+                             partial(SecureConnection, security=security))
+        return connection(self.cluster, connections=self.connections, scratch=self._scratch, handlers=self._handlers,
+                          listener_name=listener_name, observer=self.observer,
+                          max_request_bytes=config.get_int("socket.request.max.bytes"),
+                          idle_ms=config.get_int("connections.max.idle.ms"),
+                          receive_timeout_ms=config.get_int("socket.request.receive.timeout.ms"),
+                          quotas=self.quotas, budget=self.budget)
 
     def _connection_limits(self) -> tuple[int, int, str]:
         """max.connections, max.connections.per.ip and its overrides as they are now (they are dynamic)."""

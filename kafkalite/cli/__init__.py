@@ -11,6 +11,8 @@ kafka-consumer-groups, kcat), and work against any Kafka cluster:
 ``produce``             records from stdin or a file, one per line (:mod:`.produce`)
 ``groups``              list, describe with lag, reset-offsets, delete (:mod:`.groups`)
 ``faults``              list, inject, clear faults through a broker's admin endpoint (:mod:`.faults`)
+``certs``               a development CA, broker and client certificates for TLS (:mod:`.certs`)
+``scram``               set, describe, delete users' SCRAM credentials (:mod:`.scram`)
 ======================  ===================================================================
 
 :func:`main` looks at the first argument only: ``serve``, nothing, an option or a ``key=value`` pair

@@ -15,12 +15,14 @@ from typing import Any
 import click
 
 from kafkalite import __version__
+from kafkalite.cli.certs import certs
 from kafkalite.cli.common import EXPECTED_ERRORS, ClientSettings, client_options, json_option, one_line, run_async
 from kafkalite.cli.consume import consume
 from kafkalite.cli.faults import faults
 from kafkalite.cli.groups import groups
 from kafkalite.cli.output import render_json
 from kafkalite.cli.produce import produce
+from kafkalite.cli.scram import scram
 from kafkalite.cli.topics import topics
 from kafkalite.client.admin import Admin
 
@@ -95,6 +97,8 @@ cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(groups)
 cli.add_command(faults)
+cli.add_command(certs)
+cli.add_command(scram)
 
 
 def run(arguments: Sequence[str]) -> int:

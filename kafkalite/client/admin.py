@@ -61,9 +61,14 @@ from kafkalite.protocol.messages import offset_commit_request as offset_commit
 from kafkalite.protocol.messages import offset_delete_request as offset_delete
 from kafkalite.protocol.messages import offset_fetch_request as offset_fetch
 from kafkalite.protocol.messages.alter_configs_request import AlterableConfig, AlterConfigsResource
+from kafkalite.protocol.messages.alter_user_scram_credentials_request import ScramCredentialDeletion as ScramDeletion
+from kafkalite.protocol.messages.alter_user_scram_credentials_request import (
+    ScramCredentialUpsertion as ScramUpsertion,
+)
 from kafkalite.protocol.messages.create_partitions_request import CreatePartitionsTopic
 from kafkalite.protocol.messages.delete_topics_request import DeleteTopicState
 from kafkalite.protocol.messages.describe_producers_request import TopicRequest
+from kafkalite.protocol.messages.describe_user_scram_credentials_request import UserName as DescribeScramUser
 from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic
 
 __all__ = ["Admin"]
@@ -80,6 +85,9 @@ class _Retry(Exception):
 
     def __init__(self, code: ErrorCode) -> None:
         self.code = code
+
+
+_SCRAM_NAMES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 
 
 def _error(code: int, message: str | None, context: str) -> KafkaError | None:
@@ -645,6 +653,47 @@ class Admin:
                 listings[state.transactional_id] = TransactionListing(state.transactional_id, state.producer_id,
                                                                       state.transaction_state)
         return sorted(listings.values(), key=lambda listing: listing.transactional_id)
+
+
+    # SCRAM credentials -------------------------------------------------------------------------
+    async def describe_user_scram_credentials(self, users: Sequence[str] | None = None
+                                              ) -> dict[str, tuple[KafkaError | None, dict[str, int]]]:
+        """Each user's error (None) and SCRAM mechanisms with their iteration counts; every user when None."""
+        request = m.DescribeUserScramCredentialsRequest(
+            users=None if users is None else [DescribeScramUser(name=user) for user in users])
+        response: m.DescribeUserScramCredentialsResponse = await self._with_retries(
+            lambda: self.client.send_any(request), "DescribeUserScramCredentials")
+        top = _error(response.error_code, response.error_message, "DescribeUserScramCredentials")
+        if top is not None:
+            raise top
+        return {result.user: (_error(result.error_code, result.error_message, f"user {result.user!r}"),
+                              {_SCRAM_NAMES.get(info.mechanism, str(info.mechanism)): info.iterations
+                               for info in result.credential_infos})
+                for result in response.results}
+
+    async def alter_user_scram_credentials(self, upsertions: Sequence[tuple[str, str, str, int]] = (),
+                                           deletions: Sequence[tuple[str, str]] = ()) -> dict[str, ResourceResult]:
+        """Set ``(user, mechanism, password, iterations)`` credentials (salted here; the password never
+        leaves the client) and delete ``(user, mechanism)`` ones. Mechanisms: SCRAM-SHA-256, SCRAM-SHA-512."""
+        import hashlib
+        import os
+
+        numbers = {name: number for number, name in _SCRAM_NAMES.items()}
+        request = m.AlterUserScramCredentialsRequest(
+            deletions=[ScramDeletion(name=user, mechanism=numbers.get(mechanism.upper(), 0))
+                       for user, mechanism in deletions],
+            upsertions=[])
+        for user, mechanism, password, iterations in upsertions:
+            salt = os.urandom(32)
+            hash_name = "sha512" if mechanism.upper() == "SCRAM-SHA-512" else "sha256"
+            request.upsertions.append(ScramUpsertion(
+                name=user, mechanism=numbers.get(mechanism.upper(), 0), iterations=iterations, salt=salt,
+                salted_password=hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)))
+        response: m.AlterUserScramCredentialsResponse = await self._with_retries(
+            lambda: self.client.send_any(request), "AlterUserScramCredentials")
+        return {result.user: ResourceResult(result.user, _error(result.error_code, result.error_message,
+                                                                f"user {result.user!r}"))
+                for result in response.results}
 
 
 def _assignment(data: bytes) -> tuple[TopicPartition, ...]:

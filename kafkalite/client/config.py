@@ -58,8 +58,23 @@ class CommonConfig:
     retry_backoff_ms: int = _key(100, "first wait before retrying a failed request", _non_negative)
     retry_backoff_max_ms: int = _key(1000, "cap of the exponential retry wait", _non_negative)
     connections_max_idle_ms: int = _key(540000, "accepted for compatibility; idle connections are kept")
-    security_protocol: str = _key("PLAINTEXT", "only PLAINTEXT so far (TLS and SASL plug into the connection)",
-                                  lambda value: value.upper() == "PLAINTEXT")
+    security_protocol: str = _key("PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                                  lambda value: value.upper() in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
+    ssl_truststore_location: str | None = _key(None, "PEM file of the CA certificates brokers are checked against "
+                                               "(default: the system's)")
+    ssl_truststore_certificates: str | None = _key(None, "the same as PEM text")
+    ssl_truststore_type: str = _key("PEM", "PEM only", lambda value: value.upper() == "PEM")
+    ssl_keystore_location: str | None = _key(None, "PEM file with the client's key and certificate chain, for "
+                                             "brokers with ssl.client.auth")
+    ssl_keystore_type: str = _key("PEM", "PEM only", lambda value: value.upper() == "PEM")
+    ssl_key_password: str | None = _key(None, "password of the key in ssl.keystore.location")
+    ssl_endpoint_identification_algorithm: str | None = _key("https", "https: check the broker's host name; empty: "
+                                                             "do not")
+    sasl_mechanism: str = _key("PLAIN", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (unsecured tokens); "
+                               "Kafka's default GSSAPI is not served")
+    sasl_jaas_config: str | None = _key(None, 'the login module line with username="..." password="..."')
+    sasl_username: str | None = _key(None, "the SASL user (librdkafka's name; sasl.jaas.config's username)")
+    sasl_password: str | None = _key(None, "the SASL password (librdkafka's name)")
     client_dns_lookup: str = _key("use_all_dns_ips", "accepted for compatibility")
     send_buffer_bytes: int = _key(131072, "SO_SNDBUF of broker sockets (-1: the OS default)")
     receive_buffer_bytes: int = _key(65536, "SO_RCVBUF of broker sockets (-1: the OS default)")

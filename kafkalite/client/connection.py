@@ -10,10 +10,10 @@ request that misses it closes the connection, as the Java client does, failing i
 :class:`KafkaTimeoutError` and the requests behind it with :class:`KafkaConnectionError`, which
 callers treat as retriable.
 
-Opening a connection (:meth:`~BrokerConnection.open`) runs three steps, and this is the one place
-where TLS and SASL plug in later: ``_open_transport`` (TCP now; an ``ssl`` context goes here),
-``_negotiate_versions`` (ApiVersions, KIP-511) and ``_authenticate`` (SASL handshake and
-authenticate go here; a no-op for PLAINTEXT). Versions: the broker answers ApiVersions with its
+Opening a connection (:meth:`~BrokerConnection.open`) runs three steps: ``_open_transport`` (TCP,
+with TLS when ``security`` has an ``ssl`` context), ``_negotiate_versions`` (ApiVersions, KIP-511)
+and ``_authenticate`` (SaslHandshake and SaslAuthenticate on SASL listeners, see
+:mod:`kafkalite.client.security`; nothing for PLAINTEXT and SSL). Versions: the broker answers ApiVersions with its
 range per API; :meth:`~BrokerConnection.version_for` picks the highest version both sides know. A
 broker that does not know our ApiVersions version answers UNSUPPORTED_VERSION in v0 layout; we then
 ask again at the version it names (or v0).
@@ -28,14 +28,24 @@ import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from kafkalite.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.framing import encode_request_buffers, parse_response_header
 from kafkalite.protocol.message import Message
-from kafkalite.protocol.messages import REQUESTS, RESPONSES, ApiVersionsRequest, ApiVersionsResponse
+from kafkalite.protocol.messages import (
+    REQUESTS,
+    RESPONSES,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+)
+
+if TYPE_CHECKING:
+    from kafkalite.client.security import ClientSecurity
 
 __all__ = ["BrokerConnection", "CLIENT_SOFTWARE_NAME", "CLIENT_SOFTWARE_VERSION"]
 
@@ -94,8 +104,10 @@ class BrokerConnection(asyncio.Protocol):
     """A connection to ``host:port`` (broker ``node_id``, or -1 for a bootstrap address)."""
 
     def __init__(self, host: str, port: int, *, node_id: int, client_id: str, request_timeout_ms: int,
-                 send_buffer_bytes: int = -1, receive_buffer_bytes: int = -1) -> None:
+                 send_buffer_bytes: int = -1, receive_buffer_bytes: int = -1,
+                 security: ClientSecurity | None = None) -> None:
         self.host = host
+        self.security = security
         self.port = port
         self.node_id = node_id
         self.client_id = client_id
@@ -151,12 +163,22 @@ class BrokerConnection(asyncio.Protocol):
             raise
 
     async def _open_transport(self) -> None:
-        """Open the byte stream. TLS plugs in here (an ``ssl`` context for ``create_connection``)."""
+        """Open the byte stream, with TLS when the security protocol asks for it."""
         assert self._loop is not None
-        await self._loop.create_connection(lambda: self, self.host, self.port)
+        context = None if self.security is None else self.security.ssl_context
+        if context is None:
+            await self._loop.create_connection(lambda: self, self.host, self.port)
+        else:
+            await self._loop.create_connection(lambda: self, self.host, self.port, ssl=context,
+                                               server_hostname=self.host)
 
     async def _authenticate(self) -> None:
-        """SASL (SaslHandshake + SaslAuthenticate) plugs in here; PLAINTEXT needs nothing."""
+        """SaslHandshake and SaslAuthenticate on SASL listeners; nothing otherwise."""
+        security = self.security
+        if security is None or not security.sasl:
+            return
+        await security.authenticate(self.send, self.version_for(SaslHandshakeRequest),
+                                    self.version_for(SaslAuthenticateRequest), self.address)
 
     async def _negotiate_versions(self) -> None:
         version = ApiVersionsRequest.VALID_VERSIONS[1]

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import ssl
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -36,6 +37,7 @@ from kafkalite.client.config import CommonConfig
 from kafkalite.client.connection import BrokerConnection
 from kafkalite.client.errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError, error_for
 from kafkalite.client.metadata import BrokerInfo, ClusterMetadata
+from kafkalite.client.security import ClientSecurity
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest
@@ -54,6 +56,10 @@ _DEDICATED_NODE_BASE = -2_000_000  # second connections to a broker: this minus 
 def monotonic_ms() -> float:
     return time.monotonic() * 1000
 
+# Errors of a connection that retrying does not cure (the bootstrap raises them at once).
+_AUTHENTICATION_ERRORS = frozenset({ErrorCode.SASL_AUTHENTICATION_FAILED, ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+                                    ErrorCode.ILLEGAL_SASL_STATE})
+
 
 class NetworkClient:
     """The connections and the metadata of one client instance."""
@@ -63,6 +69,7 @@ class NetworkClient:
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.metadata = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
         self._bootstrap = config.bootstrap_addresses
+        self._security = ClientSecurity.from_config(config)  # TLS and SASL (None: PLAINTEXT)
         self._connections: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
         self._failures: dict[int, int] = {}
@@ -91,6 +98,9 @@ class NetworkClient:
                     await self._refresh_with(connection)
                     break
                 except (KafkaError, OSError) as exc:
+                    if isinstance(exc, KafkaError) and exc.error_code in _AUTHENTICATION_ERRORS \
+                            or isinstance(exc, ssl.SSLCertVerificationError):
+                        raise  # refused credentials or an untrusted broker: retrying will not help
                     last_error = exc
                     log.debug("bootstrap server %s:%s failed: %s", host, port, exc)
             else:
@@ -141,7 +151,7 @@ class NetworkClient:
         connection = BrokerConnection(host, port, node_id=node_id, client_id=config.client_id,
                                       request_timeout_ms=config.request_timeout_ms,
                                       send_buffer_bytes=config.send_buffer_bytes,
-                                      receive_buffer_bytes=config.receive_buffer_bytes)
+                                      receive_buffer_bytes=config.receive_buffer_bytes, security=self._security)
         try:
             await connection.open(config.socket_connection_setup_timeout_ms)
         except BaseException:

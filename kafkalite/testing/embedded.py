@@ -78,8 +78,15 @@ class EmbeddedBroker(BrokerHelpers):
     bundled client."""
 
     def __init__(self, configs: Mapping[str, object] | None = None, *, data_dir: str | Path | None = None,
-                 port: int = 0, host: str = "127.0.0.1") -> None:
+                 port: int = 0, host: str = "127.0.0.1", security: str | None = None) -> None:
+        """``security``: ``"SSL"``, ``"SASL_PLAINTEXT"``, ``"SASL_SSL:SCRAM-SHA-256"``... (see
+        ``kafkalite.testing.security``); ``client_config``, ``confluent_config`` and
+        ``kafka_python_config`` then give each client what it needs to connect."""
         self.configs = broker_configs(configs)
+        if security is not None:
+            from kafkalite.testing.security import TestSecurity
+
+            self.security = TestSecurity.parse(security)
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.host = host
         self.port = port
@@ -179,13 +186,17 @@ class EmbeddedBroker(BrokerHelpers):
 
     def close(self) -> None:
         """Close the helpers' clients, stop the broker and detach its log handler."""
+        security, self.security = self.security, None  # the certificates go once the broker stopped
         self._close_clients()
         self.stop()
+        if security is not None:
+            security.close()
         if self._log_tail is not None:
             logging.getLogger("kafkalite").removeHandler(self._log_tail)
 
     def _config(self) -> dict[str, str]:
-        values = dict(self.configs)
+        secured = {} if self.security is None else self.security.broker_configs(self.host, self.port)
+        values = {**secured, **self.configs}
         values.setdefault("listeners", f"PLAINTEXT://{self.host}:{self.port}")
         if self.data_dir is not None:
             values.setdefault("log.dirs", str(self.data_dir))
@@ -217,6 +228,8 @@ class EmbeddedBroker(BrokerHelpers):
             return
         self.server = server
         self.port = server.bound[0].port
+        if self.security is not None and self.security.scram and server.cluster is not None:
+            self.security.store_scram_credentials(server.cluster.scram_credentials)
         self._ready.set()
         try:
             loop.run_until_complete(self._stop_requested.wait())

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kafkalite.client.consumer.records import ConsumerRecord
     from kafkalite.client.producer.accumulator import RecordMetadata
     from kafkalite.client.sync import Admin, Producer
+    from kafkalite.testing.security import TestSecurity
 
 __all__ = ["BrokerHelpers"]
 
@@ -36,6 +37,25 @@ class BrokerHelpers:
 
     _admin: Admin | None = None
     _producer: Producer | None = None
+    security: TestSecurity | None = None  # a broker started with security="..." (kafkalite.testing.security)
+
+    def client_config(self, user: str = "admin") -> dict[str, Any]:
+        """The bundled client's config for this broker (with ``security``: TLS and SASL as ``user``)."""
+        if self.security is None:
+            return {"bootstrap.servers": self.bootstrap_servers}
+        return self.security.client_config(self.bootstrap_servers, user)
+
+    def confluent_config(self, user: str = "admin") -> dict[str, Any]:
+        """confluent-kafka's config for this broker (with ``security``: TLS and SASL as ``user``)."""
+        if self.security is None:
+            return {"bootstrap.servers": self.bootstrap_servers}
+        return self.security.confluent_config(self.bootstrap_servers, user)
+
+    def kafka_python_config(self, user: str = "admin") -> dict[str, Any]:
+        """kafka-python's keyword arguments for this broker (with ``security``: TLS and SASL as ``user``)."""
+        if self.security is None:
+            return {"bootstrap_servers": self.bootstrap_servers}
+        return self.security.kafka_python_config(self.bootstrap_servers, user)
 
     @property
     def admin(self) -> Admin:
@@ -43,7 +63,7 @@ class BrokerHelpers:
         if self._admin is None:
             from kafkalite.client.sync import Admin
 
-            self._admin = Admin({"bootstrap.servers": self.bootstrap_servers, "client.id": "kafkalite-testing"})
+            self._admin = Admin({**self.client_config(), "client.id": "kafkalite-testing"})
         return self._admin
 
     def create_topic(self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None) -> None:
@@ -60,8 +80,7 @@ class BrokerHelpers:
         if self._producer is None:
             from kafkalite.client.sync import Producer
 
-            self._producer = Producer({"bootstrap.servers": self.bootstrap_servers, "client.id": "kafkalite-testing",
-                                       "linger.ms": 0})
+            self._producer = Producer({**self.client_config(), "client.id": "kafkalite-testing", "linger.ms": 0})
         futures = [self._producer.send(topic, value, key, partition, headers) for value in values]
         self._producer.flush(timeout)
         return [future.result(timeout) for future in futures]
@@ -106,6 +125,8 @@ class BrokerHelpers:
             consumer.close()
 
     def _close_clients(self) -> None:
+        if self.security is not None:
+            self.security.close()
         producer, self._producer = self._producer, None
         admin, self._admin = self._admin, None
         if producer is not None:

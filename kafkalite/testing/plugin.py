@@ -10,14 +10,16 @@ Fixtures:
   (``with kafka_broker.faults.inject(api="Produce", error="NOT_LEADER_OR_FOLLOWER", count=3): ...``,
   ``kafkalite.testing.faults``).
 * ``kafka_broker_factory``: brokers private to one test, ``kafka_broker_factory(configs=None, *,
-  data_dir=None, subprocess=False)``, stopped after the test. With a ``data_dir`` they keep Kafka's
+  data_dir=None, subprocess=False, security=None)``, stopped after the test. With a ``data_dir`` they keep Kafka's
   on-disk layout and ``restart()`` on the same data (a consumer surviving a broker restart).
 
 Configuration, with Kafka's key names, lowest precedence first: the ``kafka_broker_config`` ini option
 (one ``key=value`` per line), then ``@pytest.mark.kafka_broker_config(num_partitions=3)`` on a test, a
 class or a module. Tests with the same configuration share one broker for the session; a marked test
 gets the broker of its configuration. The marker's ``mode="subprocess"`` picks the subprocess broker
-for those tests.
+for those tests, and ``security="SASL_SSL:SCRAM-SHA-256"`` (or ``SSL``, ``SASL_PLAINTEXT``...) a secured
+listener with ready-made users and client configs (``broker.confluent_config("alice")``,
+``broker.kafka_python_config("bob")``, ``broker.client_config()``; see ``kafkalite.testing.security``).
 
 When a test that used a broker fails, the broker's log is attached to its report. Under pytest-xdist
 each worker has its own brokers. The broker runs on its own thread (or process), so blocking tests,
@@ -97,7 +99,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _start(config: pytest.Config, configs: Mapping[str, object], mode: str, data_dir: Path | None,
-           work_dir: Path) -> Broker:
+           work_dir: Path, security: str | None = None) -> Broker:
     from kafkalite.testing.embedded import EmbeddedBroker, broker_configs
     from kafkalite.testing.process import BrokerProcess
 
@@ -105,9 +107,10 @@ def _start(config: pytest.Config, configs: Mapping[str, object], mode: str, data
         raise pytest.UsageError(f"kafka_broker mode must be one of {', '.join(MODES)}, got {mode!r}")
     broker: Broker
     if mode == "inprocess":
-        broker = EmbeddedBroker(configs, data_dir=data_dir)
+        broker = EmbeddedBroker(configs, data_dir=data_dir, security=security)
     else:
-        broker = BrokerProcess(data_dir or work_dir / "data", broker_configs(configs), memory=data_dir is None)
+        broker = BrokerProcess(data_dir or work_dir / "data", broker_configs(configs), memory=data_dir is None,
+                               security=security)
     config.stash.setdefault(_STARTED_KEY, []).append(broker)
     return broker.start()
 
@@ -128,12 +131,12 @@ def _kafka_broker_session(request: pytest.FixtureRequest,
     """The session's brokers, one per (configuration, mode)."""
     brokers: dict[tuple[Any, ...], Broker] = {}
 
-    def get(configs: Mapping[str, object], mode: str) -> Broker:
-        key = (tuple(sorted((name, str(value)) for name, value in configs.items())), mode)
+    def get(configs: Mapping[str, object], mode: str, security: str | None = None) -> Broker:
+        key = (tuple(sorted((name, str(value)) for name, value in configs.items())), mode, security)
         broker = brokers.get(key)
         if broker is None:
             broker = brokers[key] = _start(request.config, configs, mode, None,
-                                           tmp_path_factory.mktemp("kafka-broker"))
+                                           tmp_path_factory.mktemp("kafka-broker"), security)
         return broker
 
     try:
@@ -148,14 +151,17 @@ def kafka_broker(request: pytest.FixtureRequest, _kafka_broker_session: Callable
     """A broker for the session (per configuration): ``bootstrap_servers`` is where clients connect."""
     configs: dict[str, object] = dict(_ini_configs(request.config))
     mode = str(request.config.getini("kafka_broker_mode") or "inprocess")
+    security: str | None = None
     marked = getattr(request, "param", None)
     if marked is not None:
         for name, value in marked:
             if name == "mode":
                 mode = value
+            elif name == "security":
+                security = value
             else:
                 configs[name] = value
-    return _kafka_broker_session(configs, mode)
+    return _kafka_broker_session(configs, mode, security)
 
 
 @pytest.fixture(autouse=True)
@@ -171,10 +177,10 @@ def kafka_broker_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iter
     made: list[Broker] = []
 
     def make(configs: Mapping[str, object] | None = None, *, data_dir: str | Path | None = None,
-             subprocess: bool = False, **more: object) -> Broker:
+             subprocess: bool = False, security: str | None = None, **more: object) -> Broker:
         merged: dict[str, object] = {**_ini_configs(request.config), **(configs or {}), **more}
         broker = _start(request.config, merged, "subprocess" if subprocess else "inprocess",
-                        Path(data_dir) if data_dir is not None else None, tmp_path / f"broker-{len(made)}")
+                        Path(data_dir) if data_dir is not None else None, tmp_path / f"broker-{len(made)}", security)
         made.append(broker)
         _record_use(request, broker)
         return broker

@@ -64,11 +64,13 @@ class BrokerProcess(BrokerHelpers):
 
     def __init__(self, data_dir: str | Path, configs: Mapping[str, object] | None = None,
                  extra_args: Sequence[str] = (), *, memory: bool = False, nofile: int | None = None,
-                 fsize: int | None = None, admin: bool = True) -> None:
+                 fsize: int | None = None, admin: bool = True, security: str | None = None) -> None:
         """``nofile``: run the broker under this hard and soft open-file limit (``RLIMIT_NOFILE``).
         ``fsize``: under this soft file-size limit (``RLIMIT_FSIZE``; the hard limit stays): a write
         past it fails with EFBIG, as on a full disk, and ``set_file_size_limit`` makes room again.
-        ``admin``: serve the admin endpoint on a free loopback port (when the admin extra is installed)."""
+        ``admin``: serve the admin endpoint on a free loopback port (when the admin extra is installed).
+        ``security``: a secured listener, as ``EmbeddedBroker``'s (``kafkalite.testing.security``); with
+        SCRAM the broker keeps its data on disk, where the users' credentials are written before it starts."""
         self.data_dir = Path(data_dir)
         self.nofile = nofile
         self.fsize = fsize
@@ -77,6 +79,11 @@ class BrokerProcess(BrokerHelpers):
             self.configs["admin.listener"] = "127.0.0.1:0"
         self.extra_args = list(extra_args)
         self.memory = memory
+        if security is not None:
+            from kafkalite.testing.security import TestSecurity
+
+            self.security = TestSecurity.parse(security)
+            self.memory = memory and not self.security.scram
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -87,10 +94,11 @@ class BrokerProcess(BrokerHelpers):
 
     # lifecycle -------------------------------------------------------------------------------
     def command(self, port: int = 0) -> list[str]:
-        command = [sys.executable, "-m", "kafkalite", "serve", "--port", str(port),
-                   "--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
+        secured = {} if self.security is None else self.security.broker_configs("127.0.0.1", port)
+        listeners = secured.pop("listeners", f"PLAINTEXT://127.0.0.1:{port}")
+        command = [sys.executable, "-m", "kafkalite", "serve", "--port", str(port), "--listeners", listeners]
         command += ["--memory"] if self.memory else ["--data-dir", str(self.data_dir)]
-        for key, value in self.configs.items():  # as options: extra_args may end with key=value pairs
+        for key, value in {**secured, **self.configs}.items():  # as options: extra_args may end with key=value pairs
             command += ["--override", f"{key}={value}"]
         return command + self.extra_args
 
@@ -99,6 +107,12 @@ class BrokerProcess(BrokerHelpers):
         if self.running:
             raise RuntimeError(f"broker pid {self.pid} is already running")
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        if self.security is not None and self.security.scram and not self.memory:
+            from kafkalite.broker.security.scram import ScramCredentials
+
+            credentials = ScramCredentials(self.data_dir)
+            credentials.load()
+            self.security.store_scram_credentials(credentials)
         environment = {name: value for name, value in os.environ.items() if not name.startswith("KAFKALITE_")}
         environment["PYTHONUNBUFFERED"] = "1"
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0

@@ -416,7 +416,7 @@ def test_help_lists_every_command() -> None:
     top = kafkalite("--help")
     assert top.code == 0
     commands = re.findall(r"^  (\w[\w-]*) ", top.stdout.split("Commands:")[1], re.MULTILINE)
-    assert commands == ["check", "consume", "faults", "groups", "produce", "serve", "topics"]
+    assert commands == ["certs", "check", "consume", "faults", "groups", "produce", "scram", "serve", "topics"]
     serve = kafkalite("serve", "--help")
     assert serve.code == 0 and "--advertised-listeners" in serve.stdout and "--memory" in serve.stdout
 

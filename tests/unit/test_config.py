@@ -81,7 +81,7 @@ def test_every_kafka_4_broker_key_is_known_with_its_type() -> None:
     assert config.get("num.network.threads") == 3
     assert config.get_list("process.roles") == ["broker", "controller"]
     assert config.get_list("sasl.enabled.mechanisms") == ["PLAIN", "SCRAM-SHA-256"]
-    assert BROKER_KEYS["ssl.keystore.password"].sensitive and BROKER_KEYS["ssl.keystore.password"].inert
+    assert BROKER_KEYS["ssl.keystore.password"].sensitive and BROKER_KEYS["delegation.token.secret.key"].inert
     assert len(BROKER_KEYS) >= 289
     modes = {key.update_mode for key in BROKER_KEYS.values()}
     assert modes == {"read-only", "per-broker", "cluster-wide"}
@@ -350,13 +350,17 @@ def test_advertised_listeners_default_to_listeners_with_a_real_host() -> None:
         BrokerConfig({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"})
 
 
-def test_controller_listeners_are_not_served_and_ssl_is_refused() -> None:
+def test_controller_listeners_are_not_served_and_unknown_protocols_are_refused() -> None:
     kraft = BrokerConfig({"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
                           "controller.listener.names": "CONTROLLER",
                           "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"})
     assert [listener.name for listener in kraft.listeners()] == ["PLAINTEXT"]
-    with pytest.raises(ConfigError, match="PLAINTEXT only"):
-        BrokerConfig({"listeners": "SSL://:9093"})
+    secured = BrokerConfig({"listeners": "SSL://:9093,SASL_SSL://:9094,INTERNAL://:9095",
+                            "listener.security.protocol.map": "SSL:SSL,SASL_SSL:SASL_SSL,INTERNAL:SASL_PLAINTEXT"})
+    assert [listener.name for listener in secured.listeners()] == ["SSL", "SASL_SSL", "INTERNAL"]
+    assert secured.listener_security_protocols()["INTERNAL"] == "SASL_PLAINTEXT"
+    with pytest.raises(ConfigError, match="not one of"):
+        BrokerConfig({"listeners": "X://:9093", "listener.security.protocol.map": "X:KERBEROS"})
 
 
 # read_properties --------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def test_the_reference_lists_every_key_and_the_properties_file_those_with_an_eff
         assert f"| `{key.name}` |" in reference, key.name
         if key.inert is None:
             assert key.name in text, key.name
-    assert "ssl.keystore.location" not in text and "controller.quorum.voters" not in text
+    assert "ssl.keymanager.algorithm" not in text and "controller.quorum.voters" not in text
     path = tmp_path / "server.properties"
     path.write_text(text, encoding="utf-8")
     assert set(read_properties(path)) == {key.name for key in CONFIG_KEYS if key.shipped}

@@ -108,6 +108,7 @@ class Listener:
 
 _LISTENER = re.compile(r"^([A-Za-z0-9_.-]+)://(\[[0-9A-Fa-f:.%\w]*\]|[^:/\[\]]*):(\d{1,5})$")
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def parse_listener(text: str) -> Listener:
@@ -356,12 +357,17 @@ class BrokerConfig:
         dirs = self.get_list("log.dirs") or [self.get_str("log.dir")]
         return list(dict.fromkeys(Path(item).expanduser() for item in dirs))
 
-    def listeners(self) -> list[Listener]:
-        """The listeners to bind, controller listeners left out; only PLAINTEXT is served."""
+    def listener_security_protocols(self) -> dict[str, str]:
+        """listener.security.protocol.map: listener name -> PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
         protocols = {}
         for item in self.get_list("listener.security.protocol.map"):
             name, _, mapped = item.partition(":")
             protocols[name.strip().upper()] = mapped.strip().upper()
+        return protocols
+
+    def listeners(self) -> list[Listener]:
+        """The listeners to bind, controller listeners left out."""
+        protocols = self.listener_security_protocols()
         controller_names = {name.upper() for name in self.get_list("controller.listener.names")}
         listeners = [parse_listener(text) for text in self.get_list("listeners")]
         _check_unique(listeners, "listeners")
@@ -372,8 +378,9 @@ class BrokerConfig:
             protocol = protocols.get(listener.name)
             if protocol is None:
                 raise ConfigError(f"listener {listener} is not in listener.security.protocol.map")
-            if protocol != "PLAINTEXT":
-                raise ConfigError(f"listener {listener} uses {protocol}; kafkalite serves PLAINTEXT only")
+            if protocol not in SECURITY_PROTOCOLS:
+                raise ConfigError(f"listener {listener} uses {protocol}, which is not one of "
+                                  f"{', '.join(SECURITY_PROTOCOLS)}")
         return served
 
     def advertised_listeners(self, resolve_wildcards: bool = True) -> list[Listener]:

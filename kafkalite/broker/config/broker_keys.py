@@ -69,7 +69,8 @@ BROKER_SECTIONS: tuple[str | ConfigKey, ...] = (
        "replaced by this machine's host name."),
     _K("listener.security.protocol.map", _S,
        "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
-       "Security protocol of each listener name, NAME:PROTOCOL; only PLAINTEXT is served. A dynamic value is "
+       "Security protocol of each listener name, NAME:PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL). A "
+       "dynamic value is "
        "stored and reported only: " + STATIC_LISTENERS + ".",
        dynamic=True, per_broker=True),
     _K("controller.listener.names", _S, None,

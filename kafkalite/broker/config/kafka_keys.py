@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from kafkalite.broker.config.keys import (
     LONG_MAX,
-    NO_AUTHORIZER,
     NO_DELEGATION_TOKENS,
     NO_METRICS,
     NO_QUORUM,
@@ -36,13 +35,14 @@ _K = ConfigKey
 
 
 def _tls(name: str, config_type: ConfigType, default: object, doc: str,
-         valid: tuple[str, ...] | None = None) -> ConfigKey:
+         valid: tuple[str, ...] | None = None, inert: str | None = NO_TLS) -> ConfigKey:
     """A TLS key; Kafka lets a broker change most of them at run time, per broker."""
-    return ConfigKey(name, config_type, default, doc, valid=valid, dynamic=True, per_broker=True, inert=NO_TLS)
+    return ConfigKey(name, config_type, default, doc, valid=valid, dynamic=True, per_broker=True, inert=inert)
 
 
-def _sasl(name: str, config_type: ConfigType, default: object, doc: str, *, dynamic: bool = True) -> ConfigKey:
-    return ConfigKey(name, config_type, default, doc, dynamic=dynamic, per_broker=dynamic, inert=NO_SASL)
+def _sasl(name: str, config_type: ConfigType, default: object, doc: str, *, dynamic: bool = True,
+          inert: str | None = NO_SASL) -> ConfigKey:
+    return ConfigKey(name, config_type, default, doc, dynamic=dynamic, per_broker=dynamic, inert=inert)
 
 
 def _remote(name: str, config_type: ConfigType, default: object, doc: str, *, dynamic: bool = False,
@@ -65,35 +65,39 @@ PER_LISTENER_KEYS = frozenset({
 KAFKA_SECTIONS: tuple[str | ConfigKey, ...] = (
     "Security: TLS",
     _tls("ssl.protocol", _S, "TLSv1.3", "The TLS protocol of the SSL context."),
-    _tls("ssl.enabled.protocols", _LIST, ["TLSv1.2", "TLSv1.3"], "TLS versions accepted."),
+    _tls("ssl.enabled.protocols", _LIST, ["TLSv1.2", "TLSv1.3"], "TLS versions accepted.", inert=None),
     _tls("ssl.cipher.suites", _LIST, [], "Cipher suites accepted (empty: all available)."),
     _tls("ssl.provider", _S, None, "The security provider of TLS connections."),
     _tls("ssl.client.auth", _S, "none", "Whether clients must present a certificate.",
-         ("required", "requested", "none")),
-    _tls("ssl.keystore.type", _S, "JKS", "Format of the key store."),
-    _tls("ssl.keystore.location", _S, None, "Path of the key store."),
-    _tls("ssl.keystore.password", _PASSWORD, None, "Password of the key store."),
-    _tls("ssl.key.password", _PASSWORD, None, "Password of the private key."),
-    _tls("ssl.keystore.certificate.chain", _PASSWORD, None, "Certificate chain, in the key store's format."),
-    _tls("ssl.keystore.key", _PASSWORD, None, "Private key, in the key store's format."),
-    _tls("ssl.truststore.type", _S, "JKS", "Format of the trust store."),
-    _tls("ssl.truststore.location", _S, None, "Path of the trust store."),
+         ("required", "requested", "none"), inert=None),
+    _tls("ssl.keystore.type", _S, "JKS", "Format of the key store.", inert=None),
+    _tls("ssl.keystore.location", _S, None, "Path of the key store: a PEM file with the private key and the "
+         "certificate chain (ssl.keystore.type=PEM; kafkalite reads PEM only).", inert=None),
+    _tls("ssl.keystore.password", _PASSWORD, None, "Password of the key store.", inert=None),
+    _tls("ssl.key.password", _PASSWORD, None, "Password of the private key.", inert=None),
+    _tls("ssl.keystore.certificate.chain", _PASSWORD, None, "Certificate chain, in the key store's format.",
+         inert=None),
+    _tls("ssl.keystore.key", _PASSWORD, None, "Private key, in the key store's format.", inert=None),
+    _tls("ssl.truststore.type", _S, "JKS", "Format of the trust store.", inert=None),
+    _tls("ssl.truststore.location", _S, None, "Path of the trust store.", inert=None),
     _tls("ssl.truststore.password", _PASSWORD, None, "Password of the trust store."),
-    _tls("ssl.truststore.certificates", _PASSWORD, None, "Trusted certificates, in the trust store's format."),
+    _tls("ssl.truststore.certificates", _PASSWORD, None, "Trusted certificates, in the trust store's format.",
+         inert=None),
     _tls("ssl.keymanager.algorithm", _S, "SunX509", "Key manager algorithm."),
     _tls("ssl.trustmanager.algorithm", _S, "PKIX", "Trust manager algorithm."),
     _tls("ssl.endpoint.identification.algorithm", _S, "https", "How a peer's host name is checked."),
     _tls("ssl.secure.random.implementation", _S, None, "Random number generator of TLS."),
     _tls("ssl.engine.factory.class", _CLASS, None, "A class that makes the TLS engines."),
-    _K("ssl.principal.mapping.rules", _S, "DEFAULT", "Rules that map a certificate's name to a principal.",
-       inert=NO_TLS),
+    _K("ssl.principal.mapping.rules", _S, "DEFAULT",
+       "Rules that map a client certificate's distinguished name to a principal: RULE:pattern/replacement/[LU] "
+       "items and DEFAULT (the name as it is), the first that matches wins.", dynamic=True, per_broker=True),
     _K("ssl.allow.dn.changes", _B, False, "Allow a new certificate with another distinguished name.", inert=NO_TLS),
     _K("ssl.allow.san.changes", _B, False, "Allow a new certificate with other alternative names.", inert=NO_TLS),
     _K("security.providers", _S, None, "Classes that add security algorithm providers.", inert=NO_TLS),
 
     "Security: SASL",
-    _sasl("sasl.enabled.mechanisms", _LIST, ["GSSAPI"], "SASL mechanisms accepted."),
-    _sasl("sasl.jaas.config", _PASSWORD, None, "JAAS login settings of SASL connections."),
+    _sasl("sasl.enabled.mechanisms", _LIST, ["GSSAPI"], "SASL mechanisms accepted.", inert=None),
+    _sasl("sasl.jaas.config", _PASSWORD, None, "JAAS login settings of SASL connections.", inert=None),
     _sasl("sasl.mechanism.inter.broker.protocol", _S, "GSSAPI", "SASL mechanism between brokers."),
     _sasl("sasl.kerberos.service.name", _S, None, "Kerberos principal name of the broker."),
     _sasl("sasl.kerberos.kinit.cmd", _S, "/usr/bin/kinit", "Path of the kinit command."),
@@ -116,7 +120,10 @@ KAFKA_SECTIONS: tuple[str | ConfigKey, ...] = (
     _sasl("sasl.login.retry.backoff.max.ms", _L, 10_000, "Longest wait between OAuth login attempts (ms).",
           dynamic=False),
     _sasl("sasl.server.max.receive.size", _I, 524_288, "Largest frame before and during SASL authentication.",
-          dynamic=False),
+          dynamic=False, inert=None),
+    _sasl("sasl.server.authentication.timeout.ms", _I, 10_000,
+          "kafkalite: how long a connection to a SASL listener may take to authenticate before it is closed (ms); "
+          "0: no bound.", dynamic=False, inert=None),
     _sasl("sasl.oauthbearer.jwks.endpoint.url", _S, None, "Where the OAuth provider's keys are read.", dynamic=False),
     _sasl("sasl.oauthbearer.token.endpoint.url", _S, None, "The OAuth provider's token endpoint.", dynamic=False),
     _sasl("sasl.oauthbearer.jwks.endpoint.refresh.ms", _L, 3_600_000, "How often the OAuth keys are re-read (ms).",
@@ -126,21 +133,27 @@ KAFKA_SECTIONS: tuple[str | ConfigKey, ...] = (
     _sasl("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", _L, 10_000, "Longest wait between key reads (ms).",
           dynamic=False),
     _sasl("sasl.oauthbearer.clock.skew.seconds", _I, 30, "Clock difference allowed with the OAuth provider.",
-          dynamic=False),
+          dynamic=False, inert=None),
     _sasl("sasl.oauthbearer.expected.audience", _LIST, None, "Audiences a token must name.", dynamic=False),
     _sasl("sasl.oauthbearer.expected.issuer", _S, None, "Issuer a token must name.", dynamic=False),
     _sasl("sasl.oauthbearer.scope.claim.name", _S, "scope", "Name of the scope claim.", dynamic=False),
-    _sasl("sasl.oauthbearer.sub.claim.name", _S, "sub", "Name of the subject claim.", dynamic=False),
-    _K("connections.max.reauth.ms", _L, 0, "Longest session before a client must authenticate again (ms).",
-       inert=NO_SASL),
+    _sasl("sasl.oauthbearer.sub.claim.name", _S, "sub", "Name of the subject claim.", dynamic=False, inert=None),
+    _K("connections.max.reauth.ms", _L, 0,
+       "Longest session before a SASL client must authenticate again (ms, KIP-368); 0: sessions do not expire."),
     _K("connection.failed.authentication.delay.ms", _I, 100, "Delay before closing a failed authentication (ms).",
-       at_least=0, inert=NO_SASL),
+       at_least=0, inert="a failed authentication is answered and the connection closed at once"),
     _K("principal.builder.class", _CLASS,
        "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
        "A class that builds the principal of a connection.", dynamic=True, per_broker=True, inert=NO_SASL),
 
     "Authorization and delegation tokens",
-    _K("authorizer.class.name", _S, "", "The authorizer class (empty: none).", inert=NO_AUTHORIZER),
+    _K("authorizer.class.name", _S, "",
+       "The authorizer class (empty: none, every request is allowed). "
+       "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) "
+       "switches ACLs on; they are kept in acls.json in the data directory."),
+    _K("super.users", _S, None, "Principals allowed everything by the authorizer, User:a;User:b."),
+    _K("allow.everyone.if.no.acl.found", _B, False,
+       "Whether the authorizer allows an operation on a resource that no ACL covers."),
     _K("delegation.token.secret.key", _PASSWORD, None, "Secret that signs delegation tokens.",
        inert=NO_DELEGATION_TOKENS),
     _K("delegation.token.max.lifetime.ms", _L, 604_800_000, "Longest life of a delegation token (ms).",

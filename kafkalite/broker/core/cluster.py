@@ -58,6 +58,8 @@ from kafkalite.broker.core.topics import TopicManager, log_config
 from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
 from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
 from kafkalite.broker.limits import segment_file_budget
+from kafkalite.broker.security.acls import AclStore
+from kafkalite.broker.security.scram import ScramCredentials
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -107,6 +109,8 @@ class Cluster:
         self.group_coordinator = self.build_group_coordinator()
         self.transactions = self.build_transaction_coordinator()
         self.dynamic_configs = DynamicConfigs(config, self.node_id, data_dir, self.broker_config_changed)
+        self.scram_credentials = ScramCredentials(data_dir)  # scram-credentials.json
+        self.acls = AclStore(data_dir)  # acls.json
 
     def build_group_coordinator(self, timers: Timers | None = None, settings: GroupSettings | None = None,
                                 share_state: ShareStateListener | None = None) -> GroupCoordinator:
@@ -152,6 +156,8 @@ class Cluster:
         """Load the data directory: identity, logs, topics. Recovery happens here."""
         self.cluster_id = self._load_identity()
         self.dynamic_configs.load()
+        self.scram_credentials.load()
+        self.acls.load()
         self.broker_config_changed()
         self.log_manager.open()
         self.topics.load()

@@ -4,7 +4,9 @@ This node is the only broker, the controller and the leader of every partition (
 replica, in sync). Topics are returned for a null topic list (or an empty one at v0), by name,
 or by topic id (v10+). Unknown topics are created when ``auto.create.topics.enable`` is on and
 the request allows it (always for v0-3). Authorized operations (v8+) are reported as "all
-allowed", which is what Kafka answers when no authorizer is configured.
+allowed", which is what Kafka answers when no authorizer is configured; with an authorizer,
+``kafkalite.broker.security.enforce`` hides the topics a principal may not describe, refuses
+creating those it may not create, and fills the authorized operations.
 """
 
 from __future__ import annotations

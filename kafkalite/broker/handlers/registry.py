@@ -36,6 +36,9 @@ class RequestContext:
     peer: str  # "host:port" of the client, for log lines
     connection_id: int = 0
     listener_name: str = ""  # the listener the client connected to ("": the first one)
+    # the connection's principal and authentication (kafkalite.broker.security.session.Session);
+    # None on a PLAINTEXT listener without an authorizer, where every client is ANONYMOUS and allowed
+    session: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -61,16 +64,12 @@ HANDLERS: dict[int, ApiHandler] = {}
 _SHARE_STATE = ("the share coordinator's API between brokers: this node keeps share-partition state itself, in "
                 "__share_group_state")
 NOT_SERVED: dict[int, str] = {
-    17: "clients are not authenticated: listeners are PLAINTEXT only, so a client set up for SASL cannot connect",
-    36: "clients are not authenticated: listeners are PLAINTEXT only, so a client set up for SASL cannot connect",
-    38: "delegation tokens need an authenticated (SASL or TLS) connection, and there is none",
-    39: "delegation tokens need an authenticated (SASL or TLS) connection, and there is none",
-    40: "delegation tokens need an authenticated (SASL or TLS) connection, and there is none",
-    41: "delegation tokens need an authenticated (SASL or TLS) connection, and there is none",
+    38: "delegation tokens are not served: SASL clients authenticate with PLAIN, SCRAM or OAUTHBEARER",
+    39: "delegation tokens are not served: SASL clients authenticate with PLAIN, SCRAM or OAUTHBEARER",
+    40: "delegation tokens are not served: SASL clients authenticate with PLAIN, SCRAM or OAUTHBEARER",
+    41: "delegation tokens are not served: SASL clients authenticate with PLAIN, SCRAM or OAUTHBEARER",
     48: "requests are never throttled, so there are no client quotas to describe",
     49: "requests are never throttled, so there are no client quotas to set",
-    50: "without SASL there are no SCRAM credentials",
-    51: "without SASL there are no SCRAM credentials",
     57: "no feature is finalized (ApiVersions lists none), so there is nothing to update",
     64: "this node is the only broker and is always registered",
     71: "clients cannot push metrics: client-metrics subscriptions are stored and listed, never applied",
