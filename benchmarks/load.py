@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import resource
 import statistics
 import struct
@@ -241,6 +242,11 @@ async def hold_idle(address: tuple[str, int], count: int) -> list[Connection]:
     return held
 
 
+def machine_load() -> str:
+    """The machine's 1-minute load average and core count: latencies mean little on a busy machine."""
+    return f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+
+
 def raise_open_file_limit() -> None:
     """This process holds a socket per connection: as many as the hard limit allows."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -273,7 +279,7 @@ async def busy_phase(broker: BrokerProcess, busy: int, rate: float, seconds: flo
     await workers
     cpu = (broker.cpu_seconds() - cpu_before) / seconds * 100
     return (f"{summary(all_latencies)}  {tally.requests / seconds:6.0f} requests/s  {tally.errors} errors  "
-            f"broker CPU {cpu:4.0f} %  RSS peak {rss_peak:.0f} MiB")
+            f"broker CPU {cpu:4.0f} %  RSS peak {rss_peak:.0f} MiB  {machine_load()}")
 
 
 def connections(idle: int, busy: int, rate: float, seconds: float, scratch: Path) -> None:
@@ -322,6 +328,7 @@ class Second:
     descriptors: int
     cpu_percent: float
     latencies: list[float]
+    load_average: float = field(default_factory=lambda: os.getloadavg()[0])
 
 
 def minute_line(minute: int, seconds: list[Second], lag: int) -> str:
@@ -331,7 +338,8 @@ def minute_line(minute: int, seconds: list[Second], lag: int) -> str:
     return (f"minute {minute:3d}: {len(latencies) / len(seconds):6.0f} Produce/s  {summary(latencies)}  "
             f"worst second's p99 {max(p99s, default=float('nan')):6.2f} ms  "
             f"RSS {min(rss):5.1f}-{max(rss):5.1f} MiB  fds {max(second.descriptors for second in seconds):4d}  "
-            f"CPU {statistics.fmean(second.cpu_percent for second in seconds):3.0f} %  consumer lag {lag}")
+            f"CPU {statistics.fmean(second.cpu_percent for second in seconds):3.0f} %  consumer lag {lag}  "
+            f"load average {statistics.fmean(second.load_average for second in seconds):4.1f}")
 
 
 def soak(minutes: float, producers: int, rate: float, consumers: int, scratch: Path) -> None:
@@ -356,7 +364,7 @@ def soak(minutes: float, producers: int, rate: float, consumers: int, scratch: P
             tick = at + 1.0
             print(f"soak: {producers} connections x {rate:g} Produce/s ({RECORDS_PER_BATCH} records of "
                   f"{len(VALUE)} B each), {consumers} consumers, one new connection a second, {minutes:g} min; "
-                  f"RSS at start {broker.rss_mib():.1f} MiB")
+                  f"RSS at start {broker.rss_mib():.1f} MiB {machine_load()}")
             while tick <= until + 0.5:
                 await asyncio.sleep(max(0.0, tick - time.monotonic()))
                 cpu_now, now = broker.cpu_seconds(), time.monotonic()
