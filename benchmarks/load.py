@@ -163,12 +163,13 @@ def summary(latencies: list[float]) -> str:
 
 
 async def producer(address: tuple[str, int], topic: str, partition: int, rate: float, until: float,
-                   tally: Tally) -> None:
-    """``rate`` Produce requests a second on one connection until ``until`` (monotonic), one in flight."""
+                   tally: Tally, phase: float = 0.0) -> None:
+    """``rate`` Produce requests a second on one connection until ``until`` (monotonic), one in flight;
+    the first ``phase`` (0-1) of an interval from now, so that many connections do not send at once."""
     connection = await Connection.open(address)
     frame = produce_frame(topic, partition)
     interval = 1.0 / rate
-    next_send = time.monotonic() + interval * (partition / PARTITIONS)  # spread the connections over a tick
+    next_send = time.monotonic() + interval * phase
     try:
         while next_send < until:
             delay = next_send - time.monotonic()
@@ -269,7 +270,7 @@ async def busy_phase(broker: BrokerProcess, busy: int, rate: float, seconds: flo
     rss_peak = broker.rss_mib()
     cpu_before = broker.cpu_seconds()
     until = time.monotonic() + seconds
-    workers = asyncio.gather(*(producer(broker.address, "load", index % PARTITIONS, rate, until, tally)
+    workers = asyncio.gather(*(producer(broker.address, "load", index % PARTITIONS, rate, until, tally, index / busy)
                                for index in range(busy)))
     all_latencies: list[float] = []
     while not workers.done():
@@ -354,7 +355,8 @@ def soak(minutes: float, producers: int, rate: float, consumers: int, scratch: P
             tally = Tally()
             lag: dict[int, int] = {}
             until = time.monotonic() + total_s
-            tasks = [asyncio.ensure_future(producer(broker.address, "soak", index % PARTITIONS, rate, until, tally))
+            tasks = [asyncio.ensure_future(producer(broker.address, "soak", index % PARTITIONS, rate, until, tally,
+                                                    index / producers))
                      for index in range(producers)]
             shares = [list(range(PARTITIONS))[index::consumers] for index in range(consumers)]
             reads = [asyncio.ensure_future(consumer(broker.address, "soak", share, until, lag)) for share in shares]
