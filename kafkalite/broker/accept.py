@@ -172,7 +172,7 @@ class Acceptor:
 
     def _hand_over(self, connection: socket.socket) -> None:
         connection.setblocking(False)
-        handshake = asyncio.ensure_future(self._loop.connect_accepted_socket(self._protocol_factory, connection))
+        handshake = self._loop.create_task(self._loop.connect_accepted_socket(self._protocol_factory, connection))
         self._handshakes.add(handshake)
         handshake.add_done_callback(self._handed_over)
 
