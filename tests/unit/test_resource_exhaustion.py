@@ -1,5 +1,6 @@
 """Running out of descriptors or disk, without sockets: the acceptor refuses what it cannot take and
-says so once in a while, and a topic whose files cannot be created is not created at all.
+says so once in a while, and a topic whose files cannot be written is not created, deleted or
+reconfigured half-way: KAFKA_STORAGE_ERROR, and everything as it was.
 
 The acceptor is driven with a fake loop (readers and timers recorded, a manual clock) and a fake
 listening socket whose ``accept`` follows a script; file-system failures are injected by patching
@@ -279,5 +280,41 @@ def test_partitions_that_cannot_be_added_are_storage_error_and_the_topic_keeps_i
         assert partition_directories(tmp_path, "orders") == ["orders-0", "orders-1"]
         cluster.topics.create_partitions("orders", 5)
         assert len(topic.partitions) == 5
+    finally:
+        cluster.close()
+
+
+def test_a_topic_whose_deletion_cannot_be_written_stays_as_it_was(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = open_cluster(tmp_path)
+    try:
+        cluster.topics.create("orders", 2)
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left")))
+            with pytest.raises(KafkaError) as refused:
+                cluster.topics.delete("orders")
+        assert refused.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert cluster.topics.get("orders") is not None
+        assert partition_directories(tmp_path, "orders") == ["orders-0", "orders-1"]
+        assert cluster.log_manager.get_log("orders", 1) is not None
+        cluster.topics.delete("orders")
+        assert partition_directories(tmp_path, "orders") == []
+    finally:
+        cluster.close()
+
+
+def test_topic_configs_that_cannot_be_written_are_not_applied(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = open_cluster(tmp_path)
+    try:
+        cluster.topics.create("orders", 1, {"retention.ms": "60000"})
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left")))
+            with pytest.raises(KafkaError) as refused:
+                cluster.topics.set_configs("orders", {"retention.ms": "1000"})
+        assert refused.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        topic = cluster.topics.get("orders")
+        assert topic is not None and topic.configs == {"retention.ms": "60000"}
+        assert topic.settings.retention_ms == 60000
     finally:
         cluster.close()

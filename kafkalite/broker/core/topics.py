@@ -203,12 +203,17 @@ class TopicManager:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if not self.config.get_bool("delete.topic.enable"):
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+        del self._by_name[name]
+        del self._by_id[topic.topic_id]
+        try:  # the topic leaves topics.json first: if that fails, nothing changed
+            self._write_metadata()
+        except OSError as exc:
+            self._by_name[name] = topic
+            self._by_id[topic.topic_id] = topic
+            raise _storage_error(f"cannot delete topic {name}", exc) from None
         for partition in topic.partitions:
             partition.close_waiters()
             self.log_manager.delete_log(name, partition.index)
-        del self._by_name[name]
-        del self._by_id[topic.topic_id]
-        self._write_metadata()
         log.info("deleted topic %s", name)
         return topic
 
@@ -243,9 +248,14 @@ class TopicManager:
         self.validate_configs(overrides)
         if validate_only:
             return topic
+        previous = topic.configs
         topic.configs = overrides
+        try:
+            self._write_metadata()
+        except OSError as exc:
+            topic.configs = previous
+            raise _storage_error(f"cannot change the configs of topic {name}", exc) from None
         self._apply_configs(topic)
-        self._write_metadata()
         return topic
 
     def move_partition(self, name: str, index: int, log_dir: Path) -> None:
