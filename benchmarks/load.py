@@ -23,9 +23,11 @@ descriptors and RSS, then the restart's start time.
 second (as above) to a topic of ten partitions whose segments roll at 4 MiB and whose retention keeps
 16 MiB a partition (so rolls and retention run throughout), ``--consumers`` connections long-poll
 Fetch from where they left off, and one new connection a second asks for ApiVersions and Metadata and
-closes. Each second it samples the broker's RSS, open descriptors and CPU, and the produce round trips
-completed in that second; each minute it prints a summary line (requests, p50/p99/max, RSS range,
-descriptors, CPU, consumer lag). At the end it says whether RSS stayed flat (the last minute's median
+closes. Each second it samples the broker's RSS, open descriptors and CPU, its event loop's worst lag
+so far (from the admin endpoint's /metrics: a stall of the broker's loop shows there, a stall of the
+machine or of this client does not), and the produce round trips completed in that second; each
+minute it prints a summary line (requests, p50/p99/max, RSS range, descriptors, CPU, consumer lag,
+loop lag). At the end it says whether RSS stayed flat (the last minute's median
 within ``FLAT_MIB`` MiB of the first minute's after warm-up) and how much the per-minute p99 varied.
 """
 
@@ -40,6 +42,7 @@ import struct
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -329,7 +332,23 @@ class Second:
     descriptors: int
     cpu_percent: float
     latencies: list[float]
+    loop_lag_max_ms: float | None = None  # the broker's own measure: its event loop's worst lateness so far
     load_average: float = field(default_factory=lambda: os.getloadavg()[0])
+
+
+def loop_lag_max_ms(admin_url: str | None) -> float | None:
+    """The broker's worst event-loop lag since it started (its admin endpoint's /metrics), in ms."""
+    if admin_url is None:
+        return None
+    try:
+        with urllib.request.urlopen(f"{admin_url}/metrics", timeout=2) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("kafkalite_event_loop_lag_max_seconds "):
+            return float(line.split()[1]) * 1000
+    return None
 
 
 def minute_line(minute: int, seconds: list[Second], lag: int) -> str:
@@ -340,7 +359,12 @@ def minute_line(minute: int, seconds: list[Second], lag: int) -> str:
             f"worst second's p99 {max(p99s, default=float('nan')):6.2f} ms  "
             f"RSS {min(rss):5.1f}-{max(rss):5.1f} MiB  fds {max(second.descriptors for second in seconds):4d}  "
             f"CPU {statistics.fmean(second.cpu_percent for second in seconds):3.0f} %  consumer lag {lag}  "
+            f"broker loop lag max so far {_ms(seconds[-1].loop_lag_max_ms)}  "
             f"load average {statistics.fmean(second.load_average for second in seconds):4.1f}")
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f} ms"
 
 
 def soak(minutes: float, producers: int, rate: float, consumers: int, scratch: Path) -> None:
@@ -361,6 +385,7 @@ def soak(minutes: float, producers: int, rate: float, consumers: int, scratch: P
             shares = [list(range(PARTITIONS))[index::consumers] for index in range(consumers)]
             reads = [asyncio.ensure_future(consumer(broker.address, "soak", share, until, lag)) for share in shares]
             churned = asyncio.ensure_future(churn(broker.address, until))
+            loop = asyncio.get_running_loop()
             current: list[Second] = []
             cpu_before, at = broker.cpu_seconds(), time.monotonic()
             tick = at + 1.0
@@ -370,8 +395,9 @@ def soak(minutes: float, producers: int, rate: float, consumers: int, scratch: P
             while tick <= until + 0.5:
                 await asyncio.sleep(max(0.0, tick - time.monotonic()))
                 cpu_now, now = broker.cpu_seconds(), time.monotonic()
+                lag_max = await loop.run_in_executor(None, loop_lag_max_ms, broker.admin_url)
                 current.append(Second(broker.rss_mib(), broker.descriptors(),
-                                      (cpu_now - cpu_before) / (now - at) * 100, tally.take()))
+                                      (cpu_now - cpu_before) / (now - at) * 100, tally.take(), lag_max))
                 cpu_before, at = cpu_now, now
                 tick += 1.0
                 if len(current) == 60:
