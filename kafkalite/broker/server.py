@@ -1,15 +1,16 @@
 """The broker process: open the cluster state, bind the listeners, run timers, stop cleanly.
 
 ``BrokerServer.start`` opens the ``Cluster`` (recovering the data directory), binds every listener
-(port 0 picks a free port), tells the cluster its advertised endpoints with the ports actually bound,
-logs one "listening on ..." line and starts the periodic timer (``Cluster.periodic``, every
-second or as the retention settings ask) that drives time-based rolls and flushes, group and
-transaction timers, and retention on Kafka's schedule. The log room's blocking file work (fsyncs,
-checkpoints, producer state snapshots, removing deleted partitions) runs on one I/O thread, in order,
-and comes back to the loop to change state. ``stop`` stops accepting, gives in-flight requests a
-bounded time to finish, closes the connections, waits for the file work in flight and closes the
-cluster cleanly (which writes the clean-shutdown marker). ``run`` is the CLI's entry: the event loop
-(uvloop), SIGTERM/SIGINT for a clean stop, exit status.
+(port 0 picks a free port) and accepts on them (``kafkalite.broker.accept``: with no descriptor left,
+a new connection is refused with one rate-limited line while open ones are served), tells the cluster
+its advertised endpoints with the ports actually bound, logs one "listening on ..." line and starts
+the periodic timer (``Cluster.periodic``, every second or as the retention settings ask) that drives
+time-based rolls and flushes, group and transaction timers, and retention on Kafka's schedule. The
+log room's blocking file work (fsyncs, checkpoints, producer state snapshots, removing deleted
+partitions) runs on one I/O thread, in order, and comes back to the loop to change state. ``stop``
+stops accepting, gives in-flight requests a bounded time to finish, closes the connections, waits
+for the file work in flight and closes the cluster cleanly (which writes the clean-shutdown marker).
+``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT for a clean stop, exit status.
 
 With ``admin.listener`` set, ``start`` also serves the admin endpoint (``kafkalite.broker.admin``) on
 the same loop, and logs "admin endpoint on http://host:port/" before "listening on ...". Its request
@@ -31,6 +32,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
+from kafkalite.broker.accept import Acceptor, RefusalReport, SpareDescriptor
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
 from kafkalite.broker.handlers.registry import HANDLERS
 from kafkalite.broker.listen import bind_listeners
@@ -64,7 +66,9 @@ class BrokerServer:
         self._scratch = ReceiveScratch()  # where every connection's reads land between frames
         self.quotas = ConnectionQuotas(self._connection_limits)
         self.budget = RequestBudget(config.get_int("queued.max.requests"), config.get_int("queued.max.request.bytes"))
-        self._servers: list[asyncio.AbstractServer] = []
+        self._acceptors: list[Acceptor] = []
+        self._spare: SpareDescriptor | None = None  # the descriptor refusing a connection needs (accept.py)
+        self._refusals: RefusalReport | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._cleaner_timer: asyncio.TimerHandle | None = None
         self._stopped = False
@@ -99,19 +103,23 @@ class BrokerServer:
                 self._handlers = authorizing_handlers(HANDLERS, authorizer)
             bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
             self._sockets = None
+            self._spare = SpareDescriptor()
+            self._refusals = RefusalReport(loop)
             for listener, sockets in zip(listeners, bound_sockets, strict=True):
                 for sock in sockets:
-                    self._servers.append(await loop.create_server(
-                        partial(self._new_connection, listener.name), sock=sock,
-                        ssl=security.listeners[listener.name].ssl_context))
+                    sockname = sock.getsockname()
+                    acceptor = Acceptor(loop, sock, str(Listener(listener.name, sockname[0], sockname[1])),
+                                        partial(self._new_connection, listener.name), self._spare, self._refusals,
+                                        ssl_context=security.listeners[listener.name].ssl_context)
+                    self._acceptors.append(acceptor)
+                    acceptor.start()
                 sockname = sockets[0].getsockname()
                 self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
             admin_listener = self.config.get_str("admin.listener") if self.config.is_set("admin.listener") else ""
             if admin_listener:
                 await self._start_admin(admin_listener)
         except BaseException:
-            for server in self._servers:
-                server.close()
+            self._close_acceptors()
             if self.observer is not None:
                 self.observer.loop_lag.stop()
             cluster.close(clean=True)
@@ -222,6 +230,14 @@ class BrokerServer:
 
         self._cleaner_timer = loop.call_later(0, clean)
 
+    def _close_acceptors(self) -> None:
+        for acceptor in self._acceptors:
+            acceptor.close()
+        if self._refusals is not None:
+            self._refusals.close()
+        if self._spare is not None:
+            self._spare.close()
+
     async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stop accepting, let in-flight requests finish (at most ``grace_s``), close everything."""
         if self._stopped:
@@ -237,19 +253,20 @@ class BrokerServer:
             await self.admin.stop()
         if self.observer is not None:
             self.observer.loop_lag.stop()
-        for server in self._servers:
-            server.close()
+        for acceptor in self._acceptors:
+            acceptor.close()
         connections = list(self.connections)
         drains = [connection.drain() for connection in connections]
         if drains:
             await asyncio.wait(drains, timeout=grace_s)
         for connection in connections:
             connection.close()
-        for server in self._servers:
+        for acceptor in self._acceptors:
             try:
-                await asyncio.wait_for(server.wait_closed(), timeout=1.0)
+                await asyncio.wait_for(acceptor.wait_closed(), timeout=1.0)
             except TimeoutError:
                 pass
+        self._close_acceptors()
         for connection in list(self.connections):
             connection.abort()
         while self._io_jobs:  # fsyncs and checkpoints in flight finish before the logs close

@@ -34,6 +34,12 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sha
 _METADATA_FILE = "topics.json"
 
 
+def _storage_error(what: str, exc: OSError) -> KafkaError:
+    """A file-system failure while changing topics: one log line, and KAFKA_STORAGE_ERROR for the client."""
+    log.error("%s: %s", what, exc)
+    return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{what}: {exc.strerror or exc}")
+
+
 def validate_topic_name(name: str) -> None:
     """Kafka's topic name rules (``org.apache.kafka.common.internals.Topic.validate``)."""
     if not name:
@@ -174,10 +180,16 @@ class TopicManager:
         topic = self._new_topic(name, topic_id or uuid.uuid4(), overrides)
         if validate_only:
             return topic
-        for _ in range(num_partitions):
-            self._add_partition(topic)
-        self._add(topic)
-        self._write_metadata()
+        try:
+            for _ in range(num_partitions):
+                self._add_partition(topic)
+            self._add(topic)
+            self._write_metadata()
+        except OSError as exc:  # a full disk, no descriptor left...: nothing of the topic stays
+            self._forget_partitions(topic, 0)
+            self._by_name.pop(name, None)
+            self._by_id.pop(topic.topic_id, None)
+            raise _storage_error(f"cannot create topic {name}", exc) from None
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
 
@@ -191,12 +203,17 @@ class TopicManager:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if not self.config.get_bool("delete.topic.enable"):
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+        del self._by_name[name]
+        del self._by_id[topic.topic_id]
+        try:  # the topic leaves topics.json first: if that fails, nothing changed
+            self._write_metadata()
+        except OSError as exc:
+            self._by_name[name] = topic
+            self._by_id[topic.topic_id] = topic
+            raise _storage_error(f"cannot delete topic {name}", exc) from None
         for partition in topic.partitions:
             partition.close_waiters()
             self.log_manager.delete_log(name, partition.index)
-        del self._by_name[name]
-        del self._by_id[topic.topic_id]
-        self._write_metadata()
         log.info("deleted topic %s", name)
         return topic
 
@@ -212,9 +229,13 @@ class TopicManager:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
         if validate_only:
             return topic
-        for _ in range(current, total):
-            self._add_partition(topic)
-        self._write_metadata()
+        try:
+            for _ in range(current, total):
+                self._add_partition(topic)
+            self._write_metadata()
+        except OSError as exc:
+            self._forget_partitions(topic, current)
+            raise _storage_error(f"cannot add partitions to topic {name}", exc) from None
         log.info("topic %s now has %d partitions", name, total)
         return topic
 
@@ -227,9 +248,14 @@ class TopicManager:
         self.validate_configs(overrides)
         if validate_only:
             return topic
+        previous = topic.configs
         topic.configs = overrides
+        try:
+            self._write_metadata()
+        except OSError as exc:
+            topic.configs = previous
+            raise _storage_error(f"cannot change the configs of topic {name}", exc) from None
         self._apply_configs(topic)
-        self._write_metadata()
         return topic
 
     def move_partition(self, name: str, index: int, log_dir: Path) -> None:
@@ -272,6 +298,15 @@ class TopicManager:
                               background=self.log_manager.background)
         topic.partitions.append(partition)
         return partition
+
+    def _forget_partitions(self, topic: Topic, keep: int) -> None:
+        """Undo a creation that failed half-way: the topic's partitions from ``keep`` on, and their logs."""
+        for partition in topic.partitions[keep:]:
+            try:
+                self.log_manager.delete_log(topic.name, partition.index)
+            except OSError as exc:  # its directory stays: a restart finds it and says so
+                log.error("cannot remove partition %s-%d after a failed creation: %s", topic.name, partition.index, exc)
+        del topic.partitions[keep:]
 
     def _add(self, topic: Topic) -> None:
         self._by_name[topic.name] = topic

@@ -250,8 +250,17 @@ class LogManager:
             directory = root / f"{topic}-{partition}"
             if directory.exists():
                 raise LogError(f"{directory} exists but was not loaded")
-            partition_log = DiskLog.create(directory, config, now_ms, self.files)
-            _write_partition_metadata(directory, topic_id)
+            try:
+                partition_log = DiskLog.create(directory, config, now_ms, self.files)
+            except OSError:  # no room or no descriptor for its files: leave no directory behind
+                _remove_new_directory(directory)
+                raise
+            try:
+                _write_partition_metadata(directory, topic_id)
+            except OSError:
+                partition_log.close()
+                _remove_new_directory(directory)
+                raise
             self._dir_of[key] = root
         self._register(key, partition_log)
         self.topic_ids[topic] = topic_id
@@ -621,6 +630,17 @@ def _read_partition_metadata(directory: Path) -> uuid.UUID | None:
         return uuid.UUID(bytes=base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
     except (KeyError, ValueError):
         return None
+
+
+def _remove_new_directory(directory: Path) -> None:
+    """Remove a partition directory whose creation failed (best effort). A failed segment leaves no
+    files, and removing an empty directory needs no descriptor, which may be what ran out."""
+    try:
+        os.rmdir(directory)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
