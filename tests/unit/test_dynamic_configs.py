@@ -232,3 +232,30 @@ def test_memory_storage_keeps_dynamic_configs_in_memory_only(tmp_path: Path, mon
     incremental(cluster, BROKER, str(NODE), ("log.retention.ms", SET, "1000"))
     assert cluster.config.topic_config("retention.ms") == 1000
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_change_the_disk_refuses_is_a_storage_error_and_is_not_made(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafkalite.broker.core.dynamic_configs as module
+
+    cluster = open_cluster(tmp_path)
+    try:
+        assert incremental(cluster, BROKER, str(NODE), ("log.retention.bytes", SET, "4096")).error_code == 0
+        written = (tmp_path / DYNAMIC_CONFIGS_FILE).read_bytes()
+
+        def full_disk(path: Path, data: bytes) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(module, "_write_atomically", full_disk)
+        refused = incremental(cluster, BROKER, str(NODE), ("log.retention.bytes", SET, "8192"),
+                              ("log.retention.ms", SET, "60000"))
+        assert refused.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        values = entries(describe(cluster, BROKER, str(NODE), ["log.retention.bytes", "log.retention.ms"]))
+        assert values["log.retention.bytes"].value == "4096"  # as before: nothing of the change applies
+        assert values["log.retention.ms"].config_source != ConfigSource.DYNAMIC_BROKER_CONFIG
+        group = incremental(cluster, 32, "g", ("share.record.lock.duration.ms", SET, "20000"))
+        assert group.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert cluster.dynamic_configs.group_configs("g") == {}
+        assert (tmp_path / DYNAMIC_CONFIGS_FILE).read_bytes() == written
+    finally:
+        cluster.close()

@@ -88,12 +88,18 @@ class DynamicConfigs:
                      replace: bool = False) -> None:
         """Change dynamic broker configs (None deletes; ``replace``: the given values become the
         whole set, as legacy AlterConfigs does). Raises ``ConfigError`` with Kafka's code and message."""
+        previous = self.config.dynamic_configs(cluster_default)
         if replace:
-            changes = {**dict.fromkeys(self.config.dynamic_configs(cluster_default)), **changes}
+            changes = {**dict.fromkeys(previous), **changes}
         self.config.alter_dynamic(changes, cluster_default=cluster_default, validate_only=validate_only)
         if validate_only:
             return
-        self._save()
+        try:
+            self._save()
+        except KafkaError:
+            back = {key: previous.get(key) for key in {*changes, *previous}}
+            self.config.alter_dynamic(back, cluster_default=cluster_default, validate_only=False)
+            raise
         self._on_broker_change()
 
     # client metrics --------------------------------------------------------------------------
@@ -110,11 +116,16 @@ class DynamicConfigs:
         check_client_metrics(name, values)
         if validate_only:
             return
+        previous = self._client_metrics.get(name)
         if values:
             self._client_metrics[name] = dict(values)
         else:
             self._client_metrics.pop(name, None)
-        self._save()
+        try:
+            self._save()
+        except KafkaError:
+            self._restore(self._client_metrics, name, previous)
+            raise
 
     # groups ----------------------------------------------------------------------------------
     def group_configs(self, group_id: str) -> dict[str, str]:
@@ -123,14 +134,27 @@ class DynamicConfigs:
 
     def set_group_configs(self, group_id: str, values: Mapping[str, str]) -> None:
         """Make ``values`` the whole set of a group's configs (checked by the caller; none left deletes them)."""
+        previous = self._groups.get(group_id)
         if values:
             self._groups[group_id] = dict(values)
         else:
             self._groups.pop(group_id, None)
-        self._save()
+        try:
+            self._save()
+        except KafkaError:
+            self._restore(self._groups, group_id, previous)
+            raise
 
     # the file --------------------------------------------------------------------------------
+    @staticmethod
+    def _restore(table: dict[str, dict[str, str]], name: str, previous: dict[str, str] | None) -> None:
+        if previous is None:
+            table.pop(name, None)
+        else:
+            table[name] = previous
+
     def _save(self) -> None:
+        """Write the file; a write the disk refuses is KAFKA_STORAGE_ERROR (the caller undoes its change)."""
         if self.path is None:
             return
         content = {
@@ -140,7 +164,12 @@ class DynamicConfigs:
             "client_metrics": self._client_metrics,
             "groups": self._groups,
         }
-        _write_atomically(self.path, json.dumps(content, indent=1, sort_keys=True).encode("utf-8"))
+        try:
+            _write_atomically(self.path, json.dumps(content, indent=1, sort_keys=True).encode("utf-8"))
+        except OSError as exc:
+            log.error("cannot write %s, the change is not made: %s", self.path, exc)
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"the dynamic configs could not be written: {exc}") from None
 
 
 def check_client_metrics(name: str, values: Mapping[str, str]) -> None:
