@@ -8,8 +8,8 @@ state; a null value is a tombstone (the key's state is gone). The record layouts
 coordinator; this module only moves bytes.
 
 The topics are created on first use with ``cleanup.policy=compact``, so retention never deletes
-them. Nothing compacts them yet: a long-lived broker's internal topics grow with every change,
-and replay time grows with them.
+them and the log cleaner (``core/log_cleaner.py``) keeps only the latest record per key once a
+segment is full: their size, and the replay at start-up, follow the live keys, not the history.
 """
 
 from __future__ import annotations
