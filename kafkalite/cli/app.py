@@ -16,6 +16,7 @@ import click
 
 from kafkalite import __version__
 from kafkalite.cli.common import EXPECTED_ERRORS, ClientSettings, client_options, json_option, one_line, run_async
+from kafkalite.cli.consume import consume
 from kafkalite.cli.faults import faults
 from kafkalite.cli.groups import groups
 from kafkalite.cli.output import render_json
@@ -91,6 +92,7 @@ def check_command(settings: ClientSettings, as_json: bool) -> None:
 
 cli.add_command(topics)
 cli.add_command(produce)
+cli.add_command(consume)
 cli.add_command(groups)
 cli.add_command(faults)
 

@@ -13,15 +13,17 @@ import re
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+BASE_MS = (int(time.time()) - 3600) * 1000  # timestamps of the records a test writes (recent: kept by retention)
 TIMEOUT_S = 60.0
 WaitUntil = Callable[..., Any]
 
@@ -213,6 +215,90 @@ def test_produce_fails_in_one_line(broker: Any) -> None:
     assert "no.such.key" in one_error_line(unknown_config)
 
 
+# --- consume ---------------------------------------------------------------------------------------
+
+
+def _produced(bootstrap: str, topic: str, records: list[tuple[int, bytes | None, bytes | None, list[Any]]],
+              base_ms: int) -> None:
+    """Each record's timestamp is ``base_ms`` plus its value's length."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for partition, key, value, headers in records:
+        producer.produce(topic, value, key, partition=partition, headers=headers, timestamp=base_ms + len(value or b""))
+    assert producer.flush(TIMEOUT_S) == 0
+
+
+def test_consume_with_a_format_json_offsets_and_timestamps(broker: Any) -> None:
+    name = unique("cli-consume")
+    bootstrap = ("-b", broker.bootstrap, "-t", name)
+    assert kafkalite("topics", "create", "-b", broker.bootstrap, "-t", name, "--partitions", "2").code == 0
+    _produced(broker.bootstrap, name, [(0, b"k0", b"first", [("h", b"1")]), (0, None, b"second!", []),
+                                       (1, b"k1", b"\xff\x00binary", [("a", b"x"), ("b", None)]),
+                                       (1, b"k2", None, [])], BASE_MS)
+    template = r"%t|%p|%o|%k|%v|%T|%h|%K|%S|%%\n"
+    formatted = kafkalite("consume", *bootstrap, "-p", "0", "--from-beginning", "-e", "-f", template)
+    assert formatted.code == 0, formatted
+    assert formatted.stderr.strip().splitlines()[-1] == "Processed a total of 2 messages"
+    assert formatted.stdout.splitlines() == [f"{name}|0|0|k0|first|{BASE_MS + 5}|h=1|2|5|%",
+                                             f"{name}|0|1||second!|{BASE_MS + 7}||-1|7|%"]
+    null_value = kafkalite("consume", *bootstrap, "-p", "1", "-o", "1", "-e", "-f", template)
+    assert null_value.stdout == f"{name}|1|1|k2||{BASE_MS}||2|-1|%\n", null_value
+
+    as_json = kafkalite("consume", *bootstrap, "-p", "1", "-o", "earliest", "-e", "--json")
+    items = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [(item["offset"], item["key"], item["value"]) for item in items] == [(0, "k1", None), (1, "k2", None)]
+    assert items[0]["value_base64"] == "/wBiaW5hcnk=" and "value_base64" not in items[1]
+    assert items[0]["headers"] == [{"key": "a", "value": "x"}, {"key": "b", "value": None}]
+
+    last = kafkalite("consume", *bootstrap, "-o", "-1", "-e", "-f", r"%p:%o\n")
+    assert sorted(last.stdout.split()) == ["0:1", "1:1"], last
+    by_time = kafkalite("consume", *bootstrap, "-o", f"@{BASE_MS + 6}", "-e", "-f", r"%p:%o\n")
+    assert sorted(by_time.stdout.split()) == ["0:1", "1:0", "1:1"], by_time  # from the first at or after it
+    two = kafkalite("consume", *bootstrap, "-p", "0", "--from-beginning", "-n", "1")
+    assert (two.code, two.stdout) == (0, "first\n"), two
+
+
+def test_consume_with_a_group_commits_what_it_printed(broker: Any) -> None:
+    topic = _topic_with_records(broker.bootstrap, {0: 6, 1: 6, 2: 6})
+    group = unique("cli-consume-group")
+    first = kafkalite("consume", "-b", broker.bootstrap, "-t", topic, "-g", group, "--from-beginning", "-n", "5")
+    assert first.code == 0 and len(first.stdout.splitlines()) == 5, first
+    assert sum(committed_offsets(broker.bootstrap, group, topic, 3).values()) == 5
+    rest = kafkalite("consume", "-b", broker.bootstrap, "-t", topic, "-g", group, "-e")
+    assert rest.code == 0, rest
+    assert sorted(first.stdout.split() + rest.stdout.split()) == sorted(f"r{index}" for index in range(6)
+                                                                         for _ in range(3))
+    assert committed_offsets(broker.bootstrap, group, topic, 3) == {0: 6, 1: 6, 2: 6}
+
+
+def test_consume_read_committed_skips_aborted_transactions(broker: Any) -> None:
+    name = unique("cli-consume-txn")
+    assert kafkalite("topics", "create", "-b", broker.bootstrap, "-t", name).code == 0
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": unique("cli-txn")})
+    producer.init_transactions(TIMEOUT_S)
+    for value, commit_it in ((b"kept", True), (b"aborted", False), (b"kept too", True)):
+        producer.begin_transaction()
+        producer.produce(name, value)
+        producer.flush(TIMEOUT_S)
+        (producer.commit_transaction if commit_it else producer.abort_transaction)(TIMEOUT_S)
+    committed = kafkalite("consume", "-b", broker.bootstrap, "-t", name, "--from-beginning", "-e",
+                          "--isolation-level", "read_committed")
+    assert committed.stdout.splitlines() == ["kept", "kept too"], committed
+    everything = kafkalite("consume", "-b", broker.bootstrap, "-t", name, "--from-beginning", "-e")
+    assert everything.stdout.splitlines() == ["kept", "aborted", "kept too"], everything
+
+
+def test_consume_fails_in_one_line(broker: Any) -> None:
+    name = unique("cli-consume-errors")
+    assert kafkalite("topics", "create", "-b", broker.bootstrap, "-t", name, "--partitions", "2").code == 0
+    assert "has no partition 7" in one_error_line(kafkalite("consume", "-b", broker.bootstrap, "-t", name, "-p", "7"))
+    bad_format = kafkalite("consume", "-b", broker.bootstrap, "-t", name, "-f", "%x")
+    assert bad_format.code == 2 and "unknown format code %x" in bad_format.stderr
+    group_offset = kafkalite("consume", "-b", broker.bootstrap, "-t", name, "-g", "g", "-o", "5")
+    assert group_offset.code == 2 and "with --group, --offset is earliest or latest" in group_offset.stderr
+    nothing = kafkalite("consume", "-b", broker.bootstrap)
+    assert nothing.code == 2 and "name a topic" in nothing.stderr
+
+
 # --- groups ----------------------------------------------------------------------------------------
 
 
@@ -330,7 +416,7 @@ def test_help_lists_every_command() -> None:
     top = kafkalite("--help")
     assert top.code == 0
     commands = re.findall(r"^  (\w[\w-]*) ", top.stdout.split("Commands:")[1], re.MULTILINE)
-    assert commands == ["check", "faults", "groups", "produce", "serve", "topics"]
+    assert commands == ["check", "consume", "faults", "groups", "produce", "serve", "topics"]
     serve = kafkalite("serve", "--help")
     assert serve.code == 0 and "--advertised-listeners" in serve.stdout and "--memory" in serve.stdout
 
@@ -358,3 +444,6 @@ def test_against_librdkafka_mock_cluster(mock_cluster: Any, wait_until: WaitUnti
     assert topic["partition_count"] == 4 and topic["configs"] is None  # the mock has no DescribeConfigs
     assert all(item["leader"] in (1, 2, 3) for item in topic["partitions"])
     assert len(read_all(cluster.bootstrap, "mock-cli", 4, 100, wait_until)) == 100
+    consumed = kafkalite("consume", "-b", cluster.bootstrap, "-t", "mock-cli", "--from-beginning", "-e", "-K", ":")
+    assert consumed.code == 0, consumed
+    assert sorted(consumed.stdout.splitlines()) == sorted(f"k{index}:v{index}" for index in range(100))

@@ -98,6 +98,13 @@ def test_brokers_make_topics_and_records_for_a_test(tmp_path: Path) -> None:
                                                                        for v in (b"a", b"b", b"c")]
             with pytest.raises(Exception, match="exists"):
                 broker.create_topic("helpers")
+            broker.produce("helpers", [b"d"], partition=(landed[0].partition + 1) % 3)
+            everything = broker.consume("helpers")  # up to the end of each partition, read by the helper
+            assert sorted(record.value for record in everything) == [b"a", b"b", b"c", b"d"]
+            assert [r.value for r in broker.consume("helpers", partition=landed[0].partition)] == [b"a", b"b", b"c"]
+            assert len(broker.consume("helpers", 2)) == 2
+            with pytest.raises(TimeoutError, match="read 4 records"):
+                broker.consume("helpers", 5, timeout=0.5)
 
 
 def test_embedded_broker_from_async_code() -> None:
@@ -207,6 +214,7 @@ def test_plugin_gives_a_session_broker_configured_by_ini_and_markers(suite: pyte
             kafka_broker.create_topic("t-helpers", partitions=4)
             assert kafka_broker.admin.list_topics()["t-helpers"] == 4
             assert [r.offset for r in kafka_broker.produce("t-helpers", [b"x", b"y"], partition=1)] == [0, 1]
+            assert [r.value for r in kafka_broker.consume("t-helpers")] == [b"x", b"y"]
     ''')
     result = suite.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=5)
