@@ -68,7 +68,7 @@ def create_topics(bootstrap_servers: str, partitions: int = 2) -> None:
         existing = admin.list_topics()
         wanted = [NewTopic(name, partitions) for name in (SOURCE_TOPIC, SINK_TOPIC) if name not in existing]
         if wanted:
-            for name, result in admin.create_topics(wanted).items():
+            for result in admin.create_topics(wanted).values():
                 if result.error is not None:
                     raise result.error
 
