@@ -12,7 +12,9 @@ turns each into plain lists per column; :func:`rows_to_columns` does the same fo
 
 from __future__ import annotations
 
+import array
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -58,35 +60,50 @@ def arrow_schema(include_headers: bool) -> pyarrow.Schema:
     return pa.schema(fields)
 
 
-_MILLISECONDS: Any = None
-_MICROSECONDS: Any = None
+_OFFSET, _TIMESTAMP, _TIMESTAMP_TYPE, _KEY, _VALUE, _HEADERS = (itemgetter(index) for index in (2, 3, 4, 5, 6, 7))
+
+
+def _int64_array(values: Iterable[int], count: int) -> Any:
+    """An int64 Arrow array filled at C speed (``array.array`` reads the iterable; Arrow takes its buffer)."""
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(array.array("q", values))])
 
 
 def records_to_batch(records: Sequence[Any], schema: pyarrow.Schema, include_headers: bool) -> pyarrow.RecordBatch:
-    """Consumer records (``ConsumerRecord`` tuples of one partition) as one Arrow batch of ``schema``."""
+    """Consumer records (``ConsumerRecord`` tuples of one partition) as one Arrow batch of ``schema``.
+
+    Each column is one pass of ``map(itemgetter)`` over the records; the common cases skip work:
+    consecutive offsets are a range, keys all null an Arrow null array, one timestamp type a repeat.
+    """
     import pyarrow as pa
 
-    global _MILLISECONDS, _MICROSECONDS
-    if _MICROSECONDS is None:
-        _MILLISECONDS, _MICROSECONDS = pa.timestamp("ms", tz="UTC"), pa.timestamp("us", tz="UTC")
     count = len(records)
     first = records[0]
-    topic, partition = first[0], first[1]
-    offsets = pa.array([record[2] for record in records], pa.int64())
-    timestamps = pa.array([record[3] for record in records], _MILLISECONDS).cast(_MICROSECONDS)
-    timestamp_types = [record[4] for record in records]
+    topic, partition, first_offset = first[0], first[1], first[2]
+    last_offset = records[-1][2]
+    if last_offset - first_offset == count - 1:  # offsets only grow, so these are consecutive
+        offsets = _int64_array(range(first_offset, last_offset + 1), count)
+    else:
+        offsets = _int64_array(map(_OFFSET, records), count)
+    keys = list(map(_KEY, records))
+    key_array = pa.nulls(count, pa.binary()) if keys.count(None) == count else pa.array(keys, pa.binary())
+    types = list(map(_TIMESTAMP_TYPE, records))
+    type_array = (pa.repeat(pa.scalar(types[0], pa.int32()), count) if types.count(types[0]) == count
+                  else pa.array(types, pa.int32()))
+    timestamps = _int64_array(map(_TIMESTAMP, records), count).cast(pa.timestamp("ms", tz="UTC"))
     columns = [
-        pa.array([record[5] for record in records], pa.binary()),
-        pa.array([record[6] for record in records], pa.binary()),
+        key_array,
+        pa.array(list(map(_VALUE, records)), pa.binary()),
         pa.repeat(pa.scalar(topic, pa.string()), count),
         pa.repeat(pa.scalar(partition, pa.int32()), count),
         offsets,
-        timestamps,
-        pa.array(timestamp_types, pa.int32()),
+        timestamps.cast(pa.timestamp("us", tz="UTC")),
+        type_array,
     ]
     if include_headers:
-        columns.append(pa.array([[{"key": name, "value": value} for name, value in record[7]] for record in records],
-                                schema.field("headers").type))
+        columns.append(pa.array([[{"key": name, "value": value} for name, value in headers]
+                                 for headers in map(_HEADERS, records)], schema.field("headers").type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

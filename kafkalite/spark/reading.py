@@ -131,6 +131,7 @@ def read_range(offset_range: OffsetRange, options: SourceOptions) -> Iterator[An
     schema = arrow_schema(options.include_headers)
     config: dict[str, Any] = {"client.id": "kafkalite-spark", "max.poll.records": _READ_BATCH_RECORDS,
                               **options.consumer, "enable.auto.commit": False, "auto.offset.reset": "none"}
+    config.pop("group.id", None)  # accepted as Spark's connector accepts it; no group is joined or committed to
     topic_partition = offset_range.topic_partition
     end = offset_range.end
     consumer = Consumer(config)

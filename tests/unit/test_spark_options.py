@@ -194,3 +194,15 @@ def test_spark_imports_only_the_client_and_the_codec() -> None:
             for name in names:
                 if name.startswith("kafkalite"):
                     assert name.split(".")[1] in ("client", "protocol", "spark"), (path.name, name)
+
+
+def test_offsets_with_gaps_and_mixed_timestamp_types_keep_their_values() -> None:
+    pytest.importorskip("pyarrow")
+    from kafkalite.client.consumer.records import ConsumerRecord
+    from kafkalite.spark.arrow import arrow_schema, records_to_batch
+
+    records = [ConsumerRecord("t", 0, offset, 1_000 + offset, offset % 2, None, None, (), None)
+               for offset in (4, 7, 8)]
+    rows = records_to_batch(records, arrow_schema(False), False).to_pylist()
+    assert [(row["offset"], row["timestampType"], row["key"], row["value"]) for row in rows] == [
+        (4, 0, None, None), (7, 1, None, None), (8, 0, None, None)]
