@@ -32,7 +32,8 @@ from kafkalite.spark.options import EARLIEST, LATEST, SourceOptions, StartingPoi
 
 __all__ = ["DataLossError", "OffsetLookup", "read_range"]
 
-_READ_BATCH_RECORDS = 20_000
+_READ_BATCH_RECORDS = 20_000  # records per Arrow batch at most (one poll)
+_FETCH_BYTES = 8 * 1024 * 1024  # one consumer reads one partition: let each Fetch bring more of it
 
 
 class DataLossError(RuntimeError):
@@ -130,7 +131,8 @@ def read_range(offset_range: OffsetRange, options: SourceOptions) -> Iterator[An
         return
     schema = arrow_schema(options.include_headers)
     config: dict[str, Any] = {"client.id": "kafkalite-spark", "max.poll.records": _READ_BATCH_RECORDS,
-                              **options.consumer, "enable.auto.commit": False, "auto.offset.reset": "none"}
+                              "max.partition.fetch.bytes": _FETCH_BYTES, **options.consumer,
+                              "enable.auto.commit": False, "auto.offset.reset": "none"}
     config.pop("group.id", None)  # accepted as Spark's connector accepts it; no group is joined or committed to
     topic_partition = offset_range.topic_partition
     end = offset_range.end
@@ -159,7 +161,7 @@ def read_range(offset_range: OffsetRange, options: SourceOptions) -> Iterator[An
                 if records:
                     yield records_to_batch(records, schema, options.include_headers)
                     position = records[-1].offset + 1
-            if position < end:
+            if not records and position < end:  # markers and aborted records move the position alone
                 position = max(position, consumer.position(topic_partition))
             now = time.monotonic()
             if records:

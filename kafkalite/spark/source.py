@@ -47,9 +47,9 @@ from kafkalite.spark.offsets import (
 from kafkalite.spark.options import SourceOptions, parse_sink_options, parse_source_options
 from kafkalite.spark.reading import OffsetLookup, check_offsets, read_range
 
-try:  # Spark 4.1+: admission control and Trigger.AvailableNow for Python sources
+try:  # Spark 4.2+: admission control (read limits) and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
-except ImportError:  # pragma: no cover - Spark 4.0
+except ImportError:  # pragma: no cover - Spark 4.0 and 4.1
     ReadLimit = ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
@@ -155,9 +155,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:
         lookup = self._cluster()
-        if start is None:  # Spark 4.0 asks without the start: it is where the last batch ended
-            begin = self._last_end if self._last_end is not None else offsets_from_json(self.initialOffset())
-            max_rows = self.options.max_offsets_per_trigger
+        if start is None:  # Spark before 4.2 asks without the start: where the last batch of this run ended
+            begin = self._last_end or {}
+            max_rows = self.options.max_offsets_per_trigger if self._last_end is not None else None
         else:
             begin = offsets_from_json(start)
             max_rows = getattr(limit, "max_rows", None)
