@@ -9,7 +9,7 @@
               .option("subscribe", "clicks").load())
     (events.selectExpr("CAST(key AS STRING) AS key", "value").writeStream.format("kafkalite")
         .option("kafka.bootstrap.servers", "localhost:9092").option("topic", "copies")
-        .option("checkpointLocation", "/some/dir").start())
+        .option("checkpointLocation", "checkpoints/copies").start())
 
 Built on Spark 4's Python Data Source API (``pyspark.sql.datasource``) and the bundled client, so it
 needs no JVM package; it speaks the Kafka protocol and so works against any Kafka cluster. The

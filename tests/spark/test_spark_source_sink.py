@@ -38,7 +38,7 @@ def stream(spark: Any, broker: Any, **options: str) -> Any:
 
 
 def produce_to_partition(broker: Any, topic: str, values: list[bytes], partition: int) -> None:
-    """With a new producer, which sees partitions added since the broker's own helper producer started."""
+    """With a new producer, which sees partitions added since the broker's own producer started."""
     from kafkalite.client.sync import Producer
 
     with Producer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
