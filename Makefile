@@ -49,7 +49,9 @@ KAFKAJS_DIR := tests/integration/kafkajs
 $(KAFKAJS_DIR)/node_modules/.package-lock.json: $(KAFKAJS_DIR)/package-lock.json
 	npm ci --prefix $(KAFKAJS_DIR) --no-audit --no-fund
 
+# Two workers (pytest-xdist), a test module per worker at a time; PYTEST_ARGS= runs in one process.
 # pytest exits 5 when it collected no tests: that is a failure here.
+PYTEST_ARGS ?= -n 2 --dist loadfile
 test: venv-test codegen-check lint compile $(KAFKAJS_DIR)/node_modules/.package-lock.json
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc

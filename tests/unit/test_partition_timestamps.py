@@ -101,7 +101,7 @@ def test_records_without_timestamps_under_a_max_timestamp_of_0_are_stored_as_kaf
     ((NOW,), NOW + 7, NOW),  # one record whose max is not its own timestamp
     ((-5, -7), -5, NO_TIMESTAMP),  # timestamps below -1: Kafka's max starts at -1
     ((NOW - 10, -1), NOW - 10, NOW - 10),  # a plausible, right header
-])
+], ids=["unset-max", "max-below-first", "max-not-its-own", "below-minus-one", "right-header"])
 def test_the_max_timestamp_comes_from_the_records_when_the_header_is_implausible(
         cluster: Cluster, timestamps: tuple[int, ...], header_max: int, expected: int) -> None:
     partition = partition_of(cluster)
