@@ -1,4 +1,5 @@
-"""One SparkSession for every Spark test: local[2] (up to 4 attempts per task), UI off, 2 shuffle partitions.
+"""One SparkSession for the Spark tests (all in one module): local[2] (up to 4 attempts per task), UI off,
+2 shuffle partitions; the JVM is stopped after the module.
 
 Spark runs Python data sources in worker processes of its own: they must run this interpreter and
 import this checkout's kafkalite, so the session is started with ``PYSPARK_PYTHON`` set to it and the
@@ -31,7 +32,7 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     reason = _missing()
     if reason is not None:
@@ -65,3 +66,22 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+        _stop_the_jvm()
+
+
+def _stop_the_jvm() -> None:
+    """Stop the JVM the session ran in, so no Spark thread, process or socket outlives the module
+    (later tests in the same process count descriptors and threads)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    process = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if process is not None:
+        if process.stdin is not None:
+            process.stdin.close()  # Spark's gateway server exits when its stdin ends
+        process.wait(timeout=60)
