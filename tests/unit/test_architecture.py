@@ -161,3 +161,15 @@ def test_only_the_http_module_imports_the_http_libraries() -> None:
     assert importers == {"kafkalite.broker.admin.http", "kafkalite.broker.admin.metrics"}
     server_imports = GRAPH["kafkalite.broker.server"]
     assert "kafkalite.broker.admin.http" in server_imports  # inside BrokerServer._start_admin only
+
+
+def test_installing_adds_one_import_name() -> None:
+    """The distribution's packages are ``kafkalite`` and its subpackages, with no top-level module beside it."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    setuptools = project["tool"]["setuptools"]
+    assert setuptools["packages"]["find"]["include"] == ["kafkalite*"]
+    assert "py-modules" not in setuptools
+    root = Path(__file__).resolve().parents[2]
+    assert not [path.name for path in root.glob("*.py")]  # nothing at the top that setuptools could pick up

@@ -1,0 +1,43 @@
+"""The Spark sink's task write against a real broker, without Spark running (no Java needed): one
+transaction per task with its batch marker, a batch written again is skipped, the next one is not."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from kafkalite.spark.options import parse_sink_options  # noqa: E402
+from kafkalite.spark.writing import TaskSink  # noqa: E402
+
+
+def chunks(values: list[bytes]) -> Any:
+    import pyarrow as pa
+
+    return iter([pa.RecordBatch.from_pydict({"key": [b"k"] * len(values), "value": values})])
+
+
+def test_a_batch_written_again_is_skipped_and_the_next_one_is_written(kafka_broker: Any) -> None:
+    topic = f"sink-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, partitions=2)
+    options = parse_sink_options({"kafka.bootstrap.servers": kafka_broker.bootstrap_servers, "topic": topic})
+    prefix = f"test-sink-{uuid.uuid4().hex[:8]}"
+    sink = TaskSink(options, ["key", "value"], prefix)
+
+    first = sink.write_task(chunks([b"a", b"b", b"c"]), 7)
+    again = sink.write_task(chunks([b"a", b"b", b"c"]), 7)
+    older = sink.write_task(chunks([b"x"]), 6)
+    following = sink.write_task(chunks([b"d"]), 8)
+    empty = sink.write_task(iter([]), 9)
+
+    assert (first.records, first.already_committed) == (3, False)
+    assert (again.records, again.already_committed) == (0, True)
+    assert older.already_committed and not following.already_committed and empty.records == 0
+    written = sorted(record.value for record in kafka_broker.consume(topic, isolation_level="read_committed"))
+    assert written == [b"a", b"b", b"c", b"d"]
+    marker = kafka_broker.admin.list_consumer_group_offsets(f"{prefix}-0")
+    assert [entry.offset for entry in marker.values()] == [8]
