@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
 from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.durable import write_durably as _write_atomically
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 
 __all__ = ["CLIENT_METRICS_KEYS", "DYNAMIC_CONFIGS_FILE", "DynamicConfigs", "check_client_metrics"]
@@ -213,20 +213,3 @@ def _strings(values: object) -> dict[str, str]:
     return {str(key): str(value) for key, value in values.items()} if isinstance(values, dict) else {}
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``path`` so that a crash leaves either the old or the new content, never a mix."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

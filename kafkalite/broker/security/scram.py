@@ -26,11 +26,12 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from kafkalite.broker.core.durable import write_durably
 
 __all__ = ["MECHANISMS", "MIN_ITERATIONS", "MAX_ITERATIONS", "ScramCredential", "ScramCredentials",
            "ScramExchange", "ScramFailure", "derive_credential"]
@@ -126,21 +127,9 @@ class ScramCredentials:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``path`` so that a crash leaves the old content or the new, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(descriptor, data)
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    """Write ``path`` (readable by its owner only: it holds credentials) so that a crash leaves the old
+    content or the new, never a part."""
+    write_durably(path, data, mode=0o600, make_parent=True)
 
 
 def _attributes(message: str) -> dict[str, str]:

@@ -50,6 +50,7 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
+from kafkalite.broker.core.durable import write_durably as _write_durably
 from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.disk import DiskLog
 from kafkalite.broker.core.log.files import OpenFiles
@@ -651,25 +652,6 @@ def _write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
     _write_durably(directory / PARTITION_METADATA, f"version: 0\ntopic_id: {encoded}\n".encode("ascii"), sync=False)
 
 
-def _write_durably(path: Path, data: bytes, *, sync: bool = True) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if not sync:
-        return
-    directory_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory_fd)
-    finally:
-        os.close(directory_fd)
 
 
 def _sync_directory(path: Path) -> None:
