@@ -104,7 +104,8 @@ def group_member(broker: EmbeddedBroker) -> Iterator[KafkaConsumer]:
     consumer = KafkaConsumer("orders", bootstrap_servers=broker.bootstrap_servers, group_id="billing",
                              client_id="billing-app", auto_offset_reset="earliest", enable_auto_commit=False)
     read: list[Any] = []
-    wait_for(lambda: read.extend(r for rs in consumer.poll(200).values() for r in rs) or len(read) >= 3, 30,
+    # polls of a second: kafka-python 3 can miss a SyncGroup answer that lands as a short poll ends
+    wait_for(lambda: read.extend(r for rs in consumer.poll(1000).values() for r in rs) or len(read) >= 3, 30,
              "the group member did not read the records")
     consumer.commit()
     broker.produce("orders", [b"later"], partition=0)  # one record behind: lag 1
