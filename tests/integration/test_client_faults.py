@@ -8,9 +8,7 @@ producer, ``buffer.memory`` running out, a close with records pending, and wrong
 from __future__ import annotations
 
 import asyncio
-import socket
 import struct
-import threading
 import time
 import uuid
 from typing import Any
@@ -21,115 +19,35 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from kafkalite.client import KafkaError, KafkaTimeoutError, NewTopic, Producer, RecordMetadata
 from kafkalite.client import sync as blocking
+from tests.tools.frame_proxy import FrameProxy
 
 TIMEOUT_S = 30
 PRODUCE = 0
 
 
-class ConnectionKillingProxy:
+class ConnectionKillingProxy(FrameProxy):
     """A loopback proxy that forwards whole frames; after the broker answers every ``kill_every``-th
     Produce request (at most ``max_kills`` times), it closes both sockets instead of forwarding the answer:
     the request was handled, but the client cannot know it."""
 
     def __init__(self, kill_every: int, max_kills: int) -> None:
+        super().__init__()
         self.kill_every, self.max_kills = kill_every, max_kills
         self.produce_requests = self.kills = 0
-        self.target: tuple[str, int] | None = None
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.1)
-        self.port = self._listener.getsockname()[1]
-        self._closed = threading.Event()
-        self._sockets: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._accept, daemon=True)
 
-    def start(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self._thread.start()
-
-    def close(self) -> None:
-        self._closed.set()
-        self._listener.close()
+    def on_request(self, frame: bytes) -> bool:
+        """Whether to kill the connection at this request's answer."""
+        (api_key,) = struct.unpack_from(">h", frame, 4)
+        if api_key != PRODUCE:
+            return False
         with self._lock:
-            for sock in self._sockets:
-                _close(sock)
-        self._thread.join(5)
+            self.produce_requests += 1
+            kill = self.produce_requests % self.kill_every == 0 and self.kills < self.max_kills
+            self.kills += kill
+        return kill
 
-    def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                continue
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)  # type: ignore[arg-type]
-            except OSError:
-                _close(client)
-                continue
-            client.settimeout(None)
-            upstream.settimeout(None)
-            with self._lock:
-                self._sockets += [client, upstream]
-            pending: list[bool] = []  # per request in order: kill the connection at its answer?
-            threading.Thread(target=self._requests, args=(client, upstream, pending), daemon=True).start()
-            threading.Thread(target=self._responses, args=(upstream, client, pending), daemon=True).start()
-
-    def _requests(self, source: socket.socket, sink: socket.socket, pending: list[bool]) -> None:
-        for frame in _frames(source):
-            (api_key,) = struct.unpack_from(">h", frame, 4)
-            kill = False
-            if api_key == PRODUCE:
-                with self._lock:
-                    self.produce_requests += 1
-                    kill = self.produce_requests % self.kill_every == 0 and self.kills < self.max_kills
-                    self.kills += kill
-            pending.append(kill)
-            try:
-                sink.sendall(frame)
-            except OSError:
-                break
-        _close(source)
-        _close(sink)
-
-    def _responses(self, source: socket.socket, sink: socket.socket, pending: list[bool]) -> None:
-        for frame in _frames(source):
-            deadline = time.monotonic() + 5
-            while not pending and time.monotonic() < deadline:
-                time.sleep(0.001)
-            if not pending or pending.pop(0):
-                break
-            try:
-                sink.sendall(frame)
-            except OSError:
-                break
-        _close(source)
-        _close(sink)
-
-
-def _frames(sock: socket.socket) -> Any:
-    buffer = b""
-    while True:
-        try:
-            data = sock.recv(65536)
-        except OSError:
-            return
-        if not data:
-            return
-        buffer += data
-        while len(buffer) >= 4:
-            (size,) = struct.unpack_from(">i", buffer)
-            if len(buffer) < 4 + size:
-                break
-            yield buffer[:4 + size]
-            buffer = buffer[4 + size:]
-
-
-def _close(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    sock.close()
+    def on_response(self, frame: bytes, note: Any) -> bytes | None:
+        return None if note else frame
 
 
 def read_all(bootstrap: str, topic: str, expected: int, partitions: int = 1) -> dict[tuple[int, int], bytes]:

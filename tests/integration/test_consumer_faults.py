@@ -10,13 +10,11 @@ of it fails with a clear error); a pattern subscription picks up a topic created
 
 from __future__ import annotations
 
-import socket
 import struct
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +25,7 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.framing import encode_response, parse_response_header
 from kafkalite.protocol.messages import RESPONSES
 from kafkalite.testing.process import wait_for
+from tests.tools.frame_proxy import FrameProxy
 
 TIMEOUT_S = 40
 GROUP_ARGS = ("group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=1000",
@@ -38,93 +37,37 @@ FIND_COORDINATOR, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, SYNC_GROUP
 _MOVED = {HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, SYNC_GROUP, CONSUMER_HEARTBEAT}
 
 
-class CoordinatorMovingProxy:
+class CoordinatorMovingProxy(FrameProxy):
     """Forwards whole frames to the broker; while ``moves`` are left, answers group requests with
     NOT_COORDINATOR and FindCoordinator with COORDINATOR_NOT_AVAILABLE (rewriting the broker's answer)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.moves = 0
         self.rewritten: Counter[int] = Counter()
         self.find_coordinator = 0
-        self.target: tuple[str, int] | None = None
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.1)
-        self.port = self._listener.getsockname()[1]
-        self._closed = threading.Event()
-        self._sockets: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-
-    def start(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self._thread.start()
 
     def move(self, responses: int) -> None:
         with self._lock:
             self.moves = responses
 
-    def close(self) -> None:
-        self._closed.set()
-        self._listener.close()
-        with self._lock:
-            for sock in self._sockets:
-                _close(sock)
-        self._thread.join(5)
-
-    def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                continue
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)  # type: ignore[arg-type]
-            except OSError:
-                _close(client)
-                continue
-            client.settimeout(None)
-            upstream.settimeout(None)
+    def on_request(self, frame: bytes) -> tuple[int, int]:
+        api_key, api_version = struct.unpack_from(">hh", frame, 4)
+        if api_key == FIND_COORDINATOR:
             with self._lock:
-                self._sockets += [client, upstream]
-            pending: list[tuple[int, int]] = []
-            threading.Thread(target=self._requests, args=(client, upstream, pending), daemon=True).start()
-            threading.Thread(target=self._responses, args=(upstream, client, pending), daemon=True).start()
+                self.find_coordinator += 1
+        return api_key, api_version
 
-    def _requests(self, source: socket.socket, sink: socket.socket, pending: list[tuple[int, int]]) -> None:
-        for frame in _frames(source):
-            api_key, api_version = struct.unpack_from(">hh", frame, 4)
-            if api_key == FIND_COORDINATOR:
-                with self._lock:
-                    self.find_coordinator += 1
-            pending.append((api_key, api_version))
-            try:
-                sink.sendall(frame)
-            except OSError:
-                break
-        _close(source)
-        _close(sink)
-
-    def _responses(self, source: socket.socket, sink: socket.socket, pending: list[tuple[int, int]]) -> None:
-        for frame in _frames(source):
-            deadline = time.monotonic() + 5
-            while not pending and time.monotonic() < deadline:
-                time.sleep(0.001)
-            if not pending:
-                break
-            api_key, api_version = pending.pop(0)
-            if api_key in _MOVED or api_key == FIND_COORDINATOR:
-                with self._lock:
-                    rewrite = self.moves > 0
-                    self.moves -= rewrite
-                if rewrite:
-                    frame = _rewrite(frame, api_key, api_version)
-                    self.rewritten[api_key] += 1
-            try:
-                sink.sendall(frame)
-            except OSError:
-                break
-        _close(source)
-        _close(sink)
+    def on_response(self, frame: bytes, note: Any) -> bytes | None:
+        api_key, api_version = note
+        if api_key in _MOVED or api_key == FIND_COORDINATOR:
+            with self._lock:
+                rewrite = self.moves > 0
+                self.moves -= rewrite
+            if rewrite:
+                frame = _rewrite(frame, api_key, api_version)
+                self.rewritten[api_key] += 1
+        return frame
 
 
 def _rewrite(frame: bytes, api_key: int, api_version: int) -> bytes:
@@ -146,32 +89,6 @@ def _rewrite(frame: bytes, api_key: int, api_version: int) -> bytes:
     else:
         response.error_code = ErrorCode.NOT_COORDINATOR
     return b"".join(bytes(buffer) for buffer in encode_response(response, api_key, api_version, correlation_id))
-
-
-def _frames(sock: socket.socket) -> Iterator[bytes]:
-    buffer = b""
-    while True:
-        try:
-            data = sock.recv(65536)
-        except OSError:
-            return
-        if not data:
-            return
-        buffer += data
-        while len(buffer) >= 4:
-            (size,) = struct.unpack_from(">i", buffer)
-            if len(buffer) < 4 + size:
-                break
-            yield buffer[:4 + size]
-            buffer = buffer[4 + size:]
-
-
-def _close(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    sock.close()
 
 
 def create_topic(bootstrap: str, partitions: int = 2, name: str | None = None) -> str:
