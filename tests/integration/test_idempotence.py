@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -29,91 +28,35 @@ from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages import RESPONSES, InitProducerIdRequest, ProduceRequest
 from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
 from kafkalite.protocol.records import RecordBatchBuilder
+from tests.tools.frame_proxy import FrameProxy
 
 PRODUCE = 0
 _SIZE = struct.Struct(">i")
 
 
-class ResponseDroppingProxy:
+class ResponseDroppingProxy(FrameProxy):
     """A loopback TCP proxy that, for every ``drop_every``-th Produce request (at most ``max_drops``
     times), closes both connections when that request's response arrives instead of forwarding it."""
 
     def __init__(self, drop_every: int, max_drops: int) -> None:
+        super().__init__()
         self.drop_every = drop_every
         self.max_drops = max_drops
         self.produce_requests = 0
         self.drops = 0
-        self.target: tuple[str, int] | None = None
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.2)
-        self.port = self._listener.getsockname()[1]
-        self._sockets: list[socket.socket] = []
-        self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._accept_loop, daemon=True)
 
-    def start(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self._thread.start()
-
-    def close(self) -> None:
-        self._closed.set()
-        self._listener.close()
+    def on_request(self, frame: bytes) -> bool:
+        """Whether this request's response is dropped."""
+        if struct.unpack_from(">h", frame, 4)[0] != PRODUCE:
+            return False
         with self._lock:
-            for sock in self._sockets:
-                _close(sock)
-        self._thread.join(5)
+            self.produce_requests += 1
+            drop = self.produce_requests % self.drop_every == 0 and self.drops < self.max_drops
+            self.drops += drop
+        return drop
 
-    def _accept_loop(self) -> None:
-        while not self._closed.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            assert self.target is not None
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                _close(client)
-                continue
-            for sock in (client, upstream):
-                sock.settimeout(None)
-            doomed: set[int] = set()
-            with self._lock:
-                self._sockets += [client, upstream]
-            threading.Thread(target=self._requests, args=(client, upstream, doomed), daemon=True).start()
-            threading.Thread(target=self._responses, args=(upstream, client, doomed), daemon=True).start()
-
-    def _requests(self, client: socket.socket, upstream: socket.socket, doomed: set[int]) -> None:
-        try:
-            while True:
-                frame = _read_frame(client)
-                api_key, correlation_id = struct.unpack_from(">h", frame, 4)[0], struct.unpack_from(">i", frame, 8)[0]
-                if api_key == PRODUCE:
-                    with self._lock:
-                        self.produce_requests += 1
-                        if self.produce_requests % self.drop_every == 0 and self.drops < self.max_drops:
-                            self.drops += 1
-                            doomed.add(correlation_id)
-                upstream.sendall(frame)
-        except OSError:
-            pass
-        finally:
-            _close(client)
-            _close(upstream)
-
-    def _responses(self, upstream: socket.socket, client: socket.socket, doomed: set[int]) -> None:
-        try:
-            while True:
-                frame = _read_frame(upstream)
-                if struct.unpack_from(">i", frame, 4)[0] in doomed:
-                    break  # the batch was written; the client never hears of it
-                client.sendall(frame)
-        except OSError:
-            pass
-        finally:
-            _close(client)
-            _close(upstream)
+    def on_response(self, frame: bytes, note: Any) -> bytes | None:
+        return None if note else frame  # dropped: the batch was written; the client never hears of it
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes:
@@ -130,14 +73,6 @@ def _read_frame(sock: socket.socket) -> bytes:
     """One whole frame, size prefix included."""
     head = _read_exactly(sock, 4)
     return head + _read_exactly(sock, _SIZE.unpack(head)[0])
-
-
-def _close(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    sock.close()
 
 
 @pytest.fixture
