@@ -70,10 +70,11 @@ class FakeTransport(asyncio.Transport):
         return frames
 
 
-def connect(*, timeout_ms: int = 0, reauth_ms: int = 0) -> tuple[SecureConnection, FakeTransport]:
+def connect(*, timeout_ms: int = 0, reauth_ms: int = 0, failure_delay_ms: int = 0
+            ) -> tuple[SecureConnection, FakeTransport]:
     settings = SaslSettings(("PLAIN",), {"alice": "alice-secret"}, ScramCredentials(None), reauth_ms=reauth_ms)
     security = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", sasl=settings,
-                                authentication_timeout_ms=timeout_ms)
+                                authentication_timeout_ms=timeout_ms, failed_authentication_delay_ms=failure_delay_ms)
     connection = SecureConnection(object(), security=security, max_request_bytes=MAX_REQUEST_BYTES,
                                   idle_ms=0, handlers=HANDLERS)
     transport = FakeTransport()
@@ -144,6 +145,45 @@ def test_a_wrong_password_is_answered_then_closed() -> None:
         assert refused.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
         assert refused.error_message == "Authentication failed: Invalid username or password"
         assert transport.closed and not connection.session.authenticated
+
+    run(test)
+
+
+async def _until(condition: Any, seconds: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "not within the deadline"
+        await asyncio.sleep(0.005)
+
+
+def test_a_failed_login_is_answered_and_closed_after_the_delay() -> None:
+    async def test() -> None:
+        connection, transport = connect(failure_delay_ms=50)
+        ok, ok_transport = connect(failure_delay_ms=50)
+        # the wrong password, then a request the connection must no longer read
+        authenticate(connection, "wrong")
+        feed(connection, request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, 3))
+        assert len(transport.frames()) == 1 and not transport.closed  # the handshake's answer only, for now
+        assert connection._failure_close is not None
+        authenticate(ok)  # the loop is not held: another connection is served meanwhile
+        assert ok.session.authenticated and len(ok_transport.frames()) == 2
+        await _until(lambda: transport.closed)
+        frames = transport.frames()
+        assert len(frames) == 2  # the failure's answer, written just before the close; nothing after it
+        refused = answer(transport, 1, SaslAuthenticateResponse, 36, 2)
+        assert refused.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+        assert not ok_transport.closed
+
+    run(test)
+
+
+def test_a_connection_closed_by_its_client_during_the_delay_leaves_no_timer() -> None:
+    async def test() -> None:
+        connection, transport = connect(failure_delay_ms=60_000)
+        authenticate(connection, "wrong")
+        assert connection._failure_close is not None
+        connection.connection_lost(None)
+        assert connection._failure_close is None
 
     run(test)
 

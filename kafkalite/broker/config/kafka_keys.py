@@ -140,8 +140,10 @@ KAFKA_SECTIONS: tuple[str | ConfigKey, ...] = (
     _sasl("sasl.oauthbearer.sub.claim.name", _S, "sub", "Name of the subject claim.", dynamic=False, inert=None),
     _K("connections.max.reauth.ms", _L, 0,
        "Longest session before a SASL client must authenticate again (ms, KIP-368); 0: sessions do not expire."),
-    _K("connection.failed.authentication.delay.ms", _I, 100, "Delay before closing a failed authentication (ms).",
-       at_least=0, inert="a failed authentication is answered and the connection closed at once"),
+    _K("connection.failed.authentication.delay.ms", _I, 100,
+       "How long a failed SASL authentication's answer and the connection's close are held back (ms); the "
+       "connection reads nothing meanwhile and still counts against max.connections. 0: answer and close at once.",
+       at_least=0),
     _K("principal.builder.class", _CLASS,
        "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
        "A class that builds the principal of a connection.", dynamic=True, per_broker=True, inert=NO_SASL),

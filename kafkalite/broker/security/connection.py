@@ -11,7 +11,11 @@ uses this subclass, which:
   ``sasl.server.max.receive.size`` (512 KiB: checked on the size prefix, before any buffer is made),
   and closes the connection when authentication has not finished within
   ``sasl.server.authentication.timeout.ms``;
-* answers a failed authentication (SASL_AUTHENTICATION_FAILED) and then closes;
+* answers a failed authentication (SASL_AUTHENTICATION_FAILED) and then closes; as Kafka's, it holds
+  both the answer and the close for ``connection.failed.authentication.delay.ms`` (100 ms), reading
+  nothing more meanwhile, so a client that retries at once cannot hammer the broker. The wait is a
+  loop timer, not a blocked loop, and the connection keeps its place in ``max.connections`` until it
+  closes, so what waiting connections hold stays bounded;
 * after SaslHandshake v0, reads the SASL tokens that follow as bare size-prefixed frames, and answers
   them the same way, as Kafka's first SASL protocol did;
 * with ``connections.max.reauth.ms``, closes a connection whose session has run out and that sends
@@ -40,6 +44,7 @@ log = logging.getLogger("kafkalite.security")
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 _BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+_AUTHENTICATING = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})  # the requests whose failure is delayed
 _SIZE = struct.Struct(">i")
 
 
@@ -55,6 +60,7 @@ class ListenerSecurity:
     authorizer: Authorizer | None = None
     max_receive_size: int = 524_288
     authentication_timeout_ms: int = 10_000
+    failed_authentication_delay_ms: int = 100
 
     @property
     def plain(self) -> bool:
@@ -77,6 +83,7 @@ class SecureConnection(KafkaConnection):
                                authenticated=authenticator is None)
         self._full_request_bytes = self._max_request_bytes
         self._authentication_timer: asyncio.TimerHandle | None = None
+        self._failure_close: asyncio.TimerHandle | None = None  # a failed login's delayed answer and close
         if authenticator is not None:
             self._max_request_bytes = min(self._max_request_bytes, security.max_receive_size)
 
@@ -107,9 +114,10 @@ class SecureConnection(KafkaConnection):
             self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._authentication_timer is not None:
-            self._authentication_timer.cancel()
-            self._authentication_timer = None
+        for timer in (self._authentication_timer, self._failure_close):
+            if timer is not None:
+                timer.cancel()
+        self._authentication_timer = self._failure_close = None
         super().connection_lost(exc)
 
     def _dispatch(self, frame: bytes | bytearray | memoryview) -> None:
@@ -117,6 +125,7 @@ class SecureConnection(KafkaConnection):
         if session.raw_tokens:
             return self._raw_token(bytes(frame))
         authenticator = session.authenticator
+        api_key = -1
         if authenticator is not None:
             api_key = _SIZE.unpack_from(b"\0\0" + bytes(frame[:2]))[0] if len(frame) >= 2 else -1
             if not session.authenticated:
@@ -126,8 +135,40 @@ class SecureConnection(KafkaConnection):
                     and authenticator.state is SaslState.AUTHENTICATED \
                     and _now_ms() >= authenticator.session_expires_at_ms:
                 return self._violation("its session expired without re-authentication (connections.max.reauth.ms)")
-        super()._dispatch(frame)
+        if self._failure_close is not None:  # read before reading stopped: a failed login reads no more
+            return
+        delay_ms = self.security.failed_authentication_delay_ms
+        if delay_ms <= 0 or api_key not in _AUTHENTICATING:
+            super()._dispatch(frame)
+            return self._after_request()
+        corked, self._corked = self._corked, []  # this request's answer, held back if the login fails
+        try:
+            super()._dispatch(frame)
+        finally:
+            answer, self._corked = self._corked, corked
+        if session.close_after_response:
+            return self._close_later(answer, delay_ms)
+        if corked is not None:
+            corked.extend(answer)
+        elif answer and self.transport is not None:
+            self.transport.writelines(answer)
         self._after_request()
+
+    def _close_later(self, answer: list[Any], delay_ms: int) -> None:
+        """A failed login: stop reading, then after ``delay_ms`` write its answer and close."""
+        log.info("authentication failed for %s: answering and closing in %d ms (connection.failed.authentication"
+                 ".delay.ms)", self.who, delay_ms)
+        self._draining = True  # nothing more is read or dispatched
+        self._update_reading()
+        self._failure_close = asyncio.get_running_loop().call_later(delay_ms / 1000, self._close_now, answer)
+
+    def _close_now(self, answer: list[Any]) -> None:
+        self._failure_close = None
+        if self._closed:
+            return
+        if answer and self.transport is not None and not self.transport.is_closing():
+            self.transport.writelines(answer)
+        self.close()
 
     def _after_request(self) -> None:
         session = self.session
@@ -149,7 +190,8 @@ class SecureConnection(KafkaConnection):
             answer, _ = authenticator.authenticate(token)
         except AuthenticationFailed as exc:
             log.info("authentication failed for %s: %s", self.who, exc)
-            return self.close()
+            delay_ms = self.security.failed_authentication_delay_ms
+            return self._close_later([], delay_ms) if delay_ms > 0 else self.close()
         if authenticator.state is SaslState.AUTHENTICATED:
             session.raw_tokens = False
             session.authenticated = True

@@ -111,7 +111,8 @@ class BrokerSecurity:
             listeners[listener.name] = ListenerSecurity(
                 listener.name, protocol, ssl_context, mapper, sasl, authorizer,
                 max_receive_size=config.get_int("sasl.server.max.receive.size"),
-                authentication_timeout_ms=config.get_int("sasl.server.authentication.timeout.ms"))
+                authentication_timeout_ms=config.get_int("sasl.server.authentication.timeout.ms"),
+                failed_authentication_delay_ms=config.get_int("connection.failed.authentication.delay.ms"))
         return cls(listeners)
 
     @property
