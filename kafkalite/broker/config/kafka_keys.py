@@ -64,9 +64,12 @@ PER_LISTENER_KEYS = frozenset({
 
 KAFKA_SECTIONS: tuple[str | ConfigKey, ...] = (
     "Security: TLS",
-    _tls("ssl.protocol", _S, "TLSv1.3", "The TLS protocol of the SSL context."),
+    _tls("ssl.protocol", _S, "TLSv1.3", "The TLS protocol of the SSL context: the highest version negotiated "
+         "(TLSv1.2 never negotiates TLS 1.3; TLS caps nothing).", inert=None),
     _tls("ssl.enabled.protocols", _LIST, ["TLSv1.2", "TLSv1.3"], "TLS versions accepted.", inert=None),
-    _tls("ssl.cipher.suites", _LIST, [], "Cipher suites accepted (empty: all available)."),
+    _tls("ssl.cipher.suites", _LIST, [], "Cipher suites accepted, by Kafka's (IANA) or OpenSSL's names (empty: "
+         "OpenSSL's defaults). Without a TLS 1.3 suite, TLS 1.3 is not negotiated; TLS 1.3's own suites stay "
+         "OpenSSL's defaults.", inert=None),
     _tls("ssl.provider", _S, None, "The security provider of TLS connections."),
     _tls("ssl.client.auth", _S, "none", "Whether clients must present a certificate.",
          ("required", "requested", "none"), inert=None),
