@@ -129,7 +129,9 @@ class Acceptor:
                  protocol_factory: Callable[[], asyncio.BaseProtocol], spare: SpareDescriptor,
                  report: RefusalReport, ssl_context: ssl.SSLContext | None = None) -> None:
         self._loop = loop
-        self._ssl = ssl_context  # a TLS listener's: the loop does the handshake before the protocol sees bytes
+        # a TLS listener's: the loop does the handshake before the protocol sees bytes (replaced when a
+        # dynamic key store change makes a new one: only later connections use it)
+        self.ssl_context = ssl_context
         self._socket = sock
         self._listener = listener
         self._protocol_factory = protocol_factory
@@ -175,7 +177,7 @@ class Acceptor:
     def _hand_over(self, connection: socket.socket) -> None:
         connection.setblocking(False)
         handshake = self._loop.create_task(self._loop.connect_accepted_socket(self._protocol_factory, connection,
-                                                                              ssl=self._ssl))
+                                                                              ssl=self.ssl_context))
         self._handshakes.add(handshake)
         handshake.add_done_callback(self._handed_over)
 

@@ -25,6 +25,7 @@ import gc
 import logging
 import signal
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +40,7 @@ from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 from kafkalite.broker.security.connection import SecureConnection
-from kafkalite.broker.security.setup import BrokerSecurity
+from kafkalite.broker.security.setup import BrokerSecurity, KeyStoreReloader
 
 if TYPE_CHECKING:
     from kafkalite.broker.admin.http import AdminServer
@@ -67,6 +68,7 @@ class BrokerServer:
         self.quotas = ConnectionQuotas(self._connection_limits)
         self.budget = RequestBudget(config.get_int("queued.max.requests"), config.get_int("queued.max.request.bytes"))
         self._acceptors: list[Acceptor] = []
+        self._acceptors_of: dict[str, list[Acceptor]] = {}  # by listener name
         self._spare: SpareDescriptor | None = None  # the descriptor refusing a connection needs (accept.py)
         self._refusals: RefusalReport | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -112,9 +114,13 @@ class BrokerServer:
                                         partial(self._new_connection, listener.name), self._spare, self._refusals,
                                         ssl_context=security.listeners[listener.name].ssl_context)
                     self._acceptors.append(acceptor)
+                    self._acceptors_of.setdefault(listener.name, []).append(acceptor)
                     acceptor.start()
                 sockname = sockets[0].getsockname()
                 self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
+            if self.security is not None:  # key stores that AlterConfigs changes reach new connections
+                cluster.dynamic_configs.reconfigurables.append(
+                    KeyStoreReloader(self.config, self.security, self._install_ssl_context))
             admin_listener = self.config.get_str("admin.listener") if self.config.is_set("admin.listener") else ""
             if admin_listener:
                 await self._start_admin(admin_listener)
@@ -176,6 +182,10 @@ class BrokerServer:
         self.admin = AdminServer(self.cluster, self.observe(), self.connections, self.config)
         bound_port = await self.admin.start(host, port)
         log.info("admin endpoint on http://%s/", f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}")
+
+    def _install_ssl_context(self, listener_name: str, context: ssl.SSLContext) -> None:
+        for acceptor in self._acceptors_of.get(listener_name, ()):
+            acceptor.ssl_context = context
 
     def _new_connection(self, listener_name: str) -> KafkaConnection:
         assert self.cluster is not None  # connections are accepted only once start() opened it

@@ -12,6 +12,7 @@ import pytest
 from kafkalite.broker.config import BrokerConfig, ConfigError
 from kafkalite.broker.security.settings import ListenerSettings
 from kafkalite.broker.security.tls import server_ssl_context
+from kafkalite.protocol.errors import ErrorCode
 
 pytest.importorskip("cryptography")
 
@@ -88,3 +89,34 @@ def _all_ciphers() -> list[dict[str, Any]]:
     context.set_ciphers("ALL:@SECLEVEL=0")
     return context.get_ciphers()
 
+
+
+def test_a_key_store_change_is_checked_before_it_is_stored_and_applied_after(
+        keystore: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> None:
+    from kafkalite.broker.core.dynamic_configs import DynamicConfigs
+    from kafkalite.broker.security.connection import ListenerSecurity
+    from kafkalite.broker.security.setup import BrokerSecurity, KeyStoreReloader
+    from kafkalite.cli.certs import make_certificates
+
+    config = BrokerConfig({"listeners": "SSL://127.0.0.1:0", "listener.security.protocol.map": "SSL:SSL", **keystore})
+    security = BrokerSecurity({"SSL": ListenerSecurity("SSL", "SSL", server_ssl_context(ListenerSettings(config,
+                                                                                                          "SSL")))})
+    installed: list[tuple[str, ssl.SSLContext]] = []
+    dynamic = DynamicConfigs(config, 1, None, lambda: None)
+    dynamic.reconfigurables.append(KeyStoreReloader(config, security, lambda name, context: installed.append(
+        (name, context))))
+    key = "listener.name.ssl.ssl.keystore.location"
+    broken = tmp_path_factory.mktemp("broken") / "broken.pem"
+    broken.write_text("not a key store\n")
+    with pytest.raises(ConfigError) as refused:
+        dynamic.alter_broker({key: str(broken)}, cluster_default=False, validate_only=False)
+    assert refused.value.error_code == ErrorCode.INVALID_CONFIG
+    assert key not in config.dynamic_configs(False) and not installed  # undone, nothing installed
+    renewed = make_certificates(tmp_path_factory.mktemp("renewed"), ("localhost",), [])
+    dynamic.alter_broker({key: str(renewed.broker)}, cluster_default=False, validate_only=True)
+    assert key not in config.dynamic_configs(False) and not installed  # validated only
+    dynamic.alter_broker({key: str(renewed.broker)}, cluster_default=False, validate_only=False)
+    assert [name for name, _ in installed] == ["SSL"]
+    assert security.listeners["SSL"].ssl_context is installed[0][1]
+    dynamic.alter_broker({"background.threads": "4"}, cluster_default=False, validate_only=False)
+    assert len(installed) == 1  # nothing of TLS changed: nothing rebuilt

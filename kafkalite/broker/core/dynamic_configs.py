@@ -10,6 +10,10 @@ as Kafka checks them; a subscription whose last key is deleted no longer exists.
 resource they set a group's configs (``GROUP_KEYS``, checked by the caller), whether or not the
 group exists yet; a group that unsets its last key has none.
 
+A broker change is also offered to the ``reconfigurables`` (the TLS listeners' key stores): each one
+checks the new values before anything is stored, and a ConfigError from it refuses the change, which
+is then undone; once the change is stored, each applies what it prepared.
+
 All three kinds survive a restart, as Kafka keeps them in its metadata log: every change is written to
 ``<data dir>/dynamic-configs.json`` atomically (a temporary file is written and fsynced, renamed over
 the old one, and the directory fsynced), and ``load`` reads it back at start-up. Without a data
@@ -29,13 +33,13 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.core.durable import write_durably as _write_atomically
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 
-__all__ = ["CLIENT_METRICS_KEYS", "DYNAMIC_CONFIGS_FILE", "DynamicConfigs", "check_client_metrics"]
+__all__ = ["CLIENT_METRICS_KEYS", "DYNAMIC_CONFIGS_FILE", "DynamicConfigs", "Reconfigurable", "check_client_metrics"]
 
 log = logging.getLogger("kafkalite.dynamic_configs")
 
@@ -49,6 +53,14 @@ _MATCH_SELECTORS: Final = frozenset({"client_instance_id", "client_id", "client_
 _INTERVAL_BOUNDS: Final = (100, 3_600_000)
 
 
+class Reconfigurable(Protocol):
+    """Something built from broker configs that a dynamic change may rebuild (Kafka's Reconfigurable)."""
+
+    def prepare_reconfiguration(self) -> Callable[[], None] | None:
+        """Check the config as it now reads (ConfigError refuses the change); what applies it, if anything."""
+        ...
+
+
 class DynamicConfigs:
     """The broker's dynamic configs and the client-metrics subscriptions, kept in the data directory."""
 
@@ -60,6 +72,7 @@ class DynamicConfigs:
         self._on_broker_change = on_broker_change
         self._client_metrics: dict[str, dict[str, str]] = {}
         self._groups: dict[str, dict[str, str]] = {}
+        self.reconfigurables: list[Reconfigurable] = []
 
     def load(self) -> None:
         """Install what the file holds (at start-up, before topics derive their settings)."""
@@ -91,15 +104,31 @@ class DynamicConfigs:
         previous = self.config.dynamic_configs(cluster_default)
         if replace:
             changes = {**dict.fromkeys(previous), **changes}
+        back = {key: previous.get(key) for key in {*changes, *previous}}
         self.config.alter_dynamic(changes, cluster_default=cluster_default, validate_only=validate_only)
+        appliers = []
+        if self.reconfigurables:
+            if validate_only:  # tried on the config, then undone
+                self.config.alter_dynamic(changes, cluster_default=cluster_default, validate_only=False)
+            try:
+                appliers = [reconfigurable.prepare_reconfiguration() for reconfigurable in self.reconfigurables]
+            except KafkaError:
+                if not validate_only:
+                    self.config.alter_dynamic(back, cluster_default=cluster_default, validate_only=False)
+                raise
+            finally:
+                if validate_only:
+                    self.config.alter_dynamic(back, cluster_default=cluster_default, validate_only=False)
         if validate_only:
             return
         try:
             self._save()
         except KafkaError:
-            back = {key: previous.get(key) for key in {*changes, *previous}}
             self.config.alter_dynamic(back, cluster_default=cluster_default, validate_only=False)
             raise
+        for apply in appliers:
+            if apply is not None:
+                apply()
         self._on_broker_change()
 
     # client metrics --------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Kafka lets every security key be set for one listener under its prefix (the listener name in lower
 case: ``listener.name.sasl_ssl.ssl.keystore.location``); an unprefixed key applies to every listener
-that has no prefixed one. Values of known keys are parsed with the key's type.
+that has no prefixed one. A dynamic value (AlterConfigs) comes before a static one. Values of known
+keys are parsed with the key's type.
 """
 
 from __future__ import annotations
@@ -28,11 +29,18 @@ class ListenerSettings:
         known = BROKER_KEYS.get(key)
         prefixed = self.prefix + key
         if config.is_set(prefixed):
-            raw = config.get(prefixed)
+            raw = self._prefixed(prefixed)
             return known.parse(raw) if known is not None and isinstance(raw, str) else raw
         if known is not None:
             return config.get(key)
         return config.get(key) if config.is_set(key) else None
+
+    def _prefixed(self, key: str) -> Any:
+        """A prefixed key's value: set dynamically (this node, then the cluster-wide default), else statically."""
+        for layer in (self.config.dynamic_configs(False), self.config.dynamic_configs(True)):
+            if key in layer:
+                return layer[key]
+        return self.config.get(key)
 
     def get_str(self, key: str) -> str | None:
         value = self.get(key)

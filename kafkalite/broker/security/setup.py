@@ -10,6 +10,12 @@ users of ``PlainLoginModule``, looked up as Kafka does, the first of::
     plain.sasl.jaas.config
     sasl.jaas.config
 
+A TLS listener's key and trust stores (Kafka's dynamic ones: ``PER_LISTENER_KEYS``, set under the
+listener's prefix) change at run time through AlterConfigs: ``KeyStoreReloader`` builds the new
+context when the change is offered (a store that does not load refuses the change with
+INVALID_CONFIG, and the old context stays), then hands it to the listener: later connections
+present the new certificate, connections already made keep theirs.
+
 ``authorizer.class.name`` set to Kafka's StandardAuthorizer (or the older AclAuthorizer names)
 switches ACLs on for every listener, with ``super.users`` (``User:a;User:b``) and
 ``allow.everyone.if.no.acl.found``; any other non-empty class name is refused.
@@ -17,10 +23,13 @@ switches ACLs on for every listener, with ``super.users`` (``User:a;User:b``) an
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
+from kafkalite.broker.config import PER_LISTENER_KEYS, BrokerConfig, ConfigError
 from kafkalite.broker.security.acls import AclStore
 from kafkalite.broker.security.authorizer import AUTHORIZER_CLASS_NAMES, Authorizer
 from kafkalite.broker.security.connection import ListenerSecurity
@@ -31,7 +40,7 @@ from kafkalite.broker.security.scram import ScramCredentials
 from kafkalite.broker.security.settings import ListenerSettings
 from kafkalite.broker.security.tls import server_ssl_context
 
-__all__ = ["BrokerSecurity", "authorizer_from_config"]
+__all__ = ["BrokerSecurity", "KeyStoreReloader", "authorizer_from_config"]
 
 log = logging.getLogger("kafkalite.security")
 
@@ -119,3 +128,41 @@ class BrokerSecurity:
     def needed(self) -> bool:
         """Whether some listener needs more than a plain connection."""
         return any(not listener.plain for listener in self.listeners.values())
+
+
+_TLS_KEYS = tuple(sorted({*PER_LISTENER_KEYS, "ssl.client.auth", "ssl.protocol", "ssl.enabled.protocols",
+                          "ssl.cipher.suites"}))
+
+
+class KeyStoreReloader:
+    """The TLS listeners' contexts, rebuilt when a dynamic change touches their keys (see the module
+    docstring); ``install(listener_name, context)`` gives a new one to the listener's acceptors."""
+
+    def __init__(self, config: BrokerConfig, security: BrokerSecurity,
+                 install: Callable[[str, ssl.SSLContext], None]) -> None:
+        self.config, self.security, self.install = config, security, install
+        self._applied = {name: self._keys(name) for name, listener in security.listeners.items()
+                         if listener.ssl_context is not None}
+
+    def _keys(self, listener_name: str) -> tuple[object, ...]:
+        settings = ListenerSettings(self.config, listener_name)
+        return tuple(settings.get(key) for key in _TLS_KEYS)
+
+    def prepare_reconfiguration(self) -> Callable[[], None] | None:
+        contexts: dict[str, tuple[ssl.SSLContext, tuple[object, ...]]] = {}
+        for name, applied in self._applied.items():
+            keys = self._keys(name)
+            if keys != applied:
+                contexts[name] = (server_ssl_context(ListenerSettings(self.config, name)), keys)
+        if not contexts:
+            return None
+
+        def apply() -> None:
+            for name, (context, keys) in contexts.items():
+                self._applied[name] = keys
+                listeners = self.security.listeners
+                listeners[name] = dataclasses.replace(listeners[name], ssl_context=context)
+                self.install(name, context)
+                log.info("listener %s: new connections use the key and trust stores as now configured", name)
+
+        return apply
