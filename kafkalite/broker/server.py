@@ -317,10 +317,12 @@ def _keep_freed_memory() -> None:
     mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES)
 
 
-def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) -> int:
+def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None,
+        on_started: Callable[[BrokerServer], None] | None = None) -> int:
     """Serve until SIGTERM or SIGINT, then stop cleanly. Returns the process exit status.
 
-    ``sockets``: listening sockets bound before this module was imported (see ``kafkalite.broker.listen``).
+    ``sockets``: listening sockets bound before this module was imported (see ``kafkalite.broker.listen``);
+    ``on_started``: called once the broker serves (``kafkalite serve --security`` stores its users then).
     """
 
     async def serve() -> int:
@@ -334,6 +336,8 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) 
         except (OSError, ConfigError) as exc:
             log.error("cannot start: %s", exc)
             return 1
+        if on_started is not None:
+            on_started(server)
         # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
         # process: keep it out of the cyclic collector's full passes, which would rescan it forever.
         # (A broker embedded in someone else's process leaves their collector alone.)

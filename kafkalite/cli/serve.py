@@ -2,13 +2,14 @@
 
     kafkalite [serve] [--config server.properties] [--port N] [--listeners ...]
               [--advertised-listeners ...] [--data-dir DIR] [--memory] [--log-level LEVEL]
-              [--override key=value]... [key=value ...]
+              [--security PROTOCOL[:MECHANISM]] [--override key=value]... [key=value ...]
 
 ``serve`` is the default command, so ``python -m kafkalite --config config/server.properties`` works.
 Configuration precedence, lowest first: defaults, the ``--config`` file, ``KAFKALITE_*`` environment
 variables, ``key=value`` pairs (positional or ``--override``), then the dedicated flags. Arguments are
 read with argparse and the listening sockets are bound before the broker is imported, so that clients
 can connect as early as possible; nothing of the other commands (or of their CLI library) is imported.
+``--security SASL_SSL:SCRAM-SHA-256`` makes a secured development broker (``serve_security``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, parse_listener
 from kafkalite.broker.limits import raise_open_file_limit
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.logs import FORMATS, configure_logging
+
+if TYPE_CHECKING:
+    from kafkalite.broker.server import BrokerServer
 
 __all__ = ["build_config", "main"]
 
@@ -44,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
                        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
     serve.add_argument("--log-format", default="text", choices=FORMATS,
                        help="text for people (the default), json for one JSON object per line")
+    serve.add_argument("--security", metavar="PROTOCOL[:MECHANISM]",
+                       help="a secured development broker: SSL, SASL_PLAINTEXT or SASL_SSL, with PLAIN, "
+                            "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (one listener on 127.0.0.1, users "
+                            "admin, alice and bob, certificates made for TLS; prints the client configs)")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="set any config key")
     serve.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="set any config key")
     return parser
@@ -97,11 +106,29 @@ def _with_port(config: BrokerConfig, port: int, rewrite_advertised: bool) -> dic
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     configure_logging(args.log_level, args.log_format)
+    secured = None
     try:
         config = build_config(args)
-    except (ConfigError, OSError) as exc:
+        if args.security:
+            if args.listeners is not None or args.advertised_listeners is not None:
+                raise ConfigError("--security makes its own listener: give --port, not --listeners")
+            from kafkalite.cli.serve_security import SecuredServe
+
+            secured = SecuredServe(args.security, config.data_dir())
+            config = config.with_overrides(secured.broker_overrides(args.port))
+    except (ConfigError, OSError, ValueError, RuntimeError) as exc:
         print(f"kafkalite: {exc}", file=sys.stderr)
+        if secured is not None:
+            secured.close()
         return 2
+    try:
+        return _serve(config, None if secured is None else secured.on_started)
+    finally:
+        if secured is not None:
+            secured.close()
+
+
+def _serve(config: BrokerConfig, on_started: Callable[[BrokerServer], None] | None) -> int:
     raise_open_file_limit()
     # Bind first: clients can connect while the rest of the broker loads and recovers.
     try:
@@ -111,4 +138,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     from kafkalite.broker.server import run
 
-    return run(config, sockets)
+    return run(config, sockets, on_started)

@@ -42,11 +42,14 @@ class TestSecurity:
     protocol: str
     mechanism: str | None
     directory: Path | None = None
-    certificates: Any = None  # kafkalite.cli.certs.DevCertificates
+    certificates: Any = None  # kafkalite.cli.dev_certificates.DevCertificates
     keystores: dict[str, Path] = field(default_factory=dict)  # user -> PEM key + certificate
+    owns_directory: bool = True  # a temporary directory, removed by close()
 
     @classmethod
-    def parse(cls, text: str) -> TestSecurity:
+    def parse(cls, text: str, directory: Path | None = None) -> TestSecurity:
+        """``directory``: keep the certificates there (made once, found again later) instead of in a
+        temporary directory that ``close`` removes."""
         protocol, _, mechanism = text.upper().partition(":")
         if protocol not in _PROTOCOLS:
             raise ValueError(f"security={text!r}: the protocol is one of {', '.join(_PROTOCOLS)}")
@@ -57,6 +60,8 @@ class TestSecurity:
         elif mechanism:
             raise ValueError(f"security={text!r}: SSL takes no SASL mechanism")
         security = cls(protocol, mechanism or None)
+        if directory is not None:
+            security.directory, security.owns_directory = directory, False
         if protocol.endswith("SSL"):
             security._make_certificates()
         return security
@@ -70,10 +75,12 @@ class TestSecurity:
         return bool(self.mechanism and self.mechanism.startswith("SCRAM-"))
 
     def _make_certificates(self) -> None:
-        from kafkalite.cli.certs import make_certificates
+        from kafkalite.cli.dev_certificates import DevCertificates, make_certificates
 
-        self.directory = Path(tempfile.mkdtemp(prefix="kafkalite-certs-"))
-        self.certificates = make_certificates(self.directory, ("localhost", "127.0.0.1"), list(PASSWORDS))
+        if self.directory is None:
+            self.directory = Path(tempfile.mkdtemp(prefix="kafkalite-certs-"))
+        self.certificates = DevCertificates.existing(self.directory, list(PASSWORDS)) or make_certificates(
+            self.directory, ("localhost", "127.0.0.1"), list(PASSWORDS))
         for user, (certificate, key) in self.certificates.clients.items():
             keystore = self.directory / f"{user}-keystore.pem"
             keystore.write_bytes(key.read_bytes() + certificate.read_bytes())
@@ -81,7 +88,7 @@ class TestSecurity:
             self.keystores[user] = keystore
 
     def close(self) -> None:
-        if self.directory is not None:
+        if self.directory is not None and self.owns_directory:
             shutil.rmtree(self.directory, ignore_errors=True)
             self.directory = None
 

@@ -86,7 +86,7 @@ def _set_broker_config(broker: EmbeddedBroker, key: str, value: str, ca: Path | 
 
 
 def test_a_new_key_store_through_alter_configs_serves_new_connections(tmp_path: Path) -> None:
-    from kafkalite.cli.certs import make_certificates
+    from kafkalite.cli.dev_certificates import make_certificates
 
     renewed = make_certificates(tmp_path / "renewed", ("localhost", "127.0.0.1"), [])
     with EmbeddedBroker(security="SASL_SSL:PLAIN") as broker:

@@ -141,9 +141,13 @@ def test_nothing_below_the_composition_root_imports_it() -> None:
 def test_only_serve_imports_the_broker_and_serve_imports_no_client_command() -> None:
     """``kafkalite serve`` starts without the client commands; the client commands without the broker."""
     serve_targets = GRAPH["kafkalite.cli.serve"]
-    assert serve_targets and all(_is_in(target, "kafkalite.broker") for target in serve_targets), serve_targets
+    assert serve_targets and all(_is_in(target, "kafkalite.broker") or target == "kafkalite.cli.serve_security"
+                                 for target in serve_targets), serve_targets
+    # --security (imported only then): the fixture's secured-broker settings, nothing of the client commands
+    assert GRAPH["kafkalite.cli.serve_security"] <= {"kafkalite.testing.security", "kafkalite.broker.server"}
     wrong = sorted((module, target) for module, targets in GRAPH.items()
-                   if _is_in(module, "kafkalite.cli") and module not in ("kafkalite.cli", "kafkalite.cli.serve")
+                   if _is_in(module, "kafkalite.cli")
+                   and module not in ("kafkalite.cli", "kafkalite.cli.serve", "kafkalite.cli.serve_security")
                    for target in targets if _is_in(target, "kafkalite.broker") or target == "kafkalite.cli.serve")
     assert wrong == [("kafkalite.cli.app", "kafkalite.cli.serve")]  # the help entry of serve, run on demand
 

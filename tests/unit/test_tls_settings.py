@@ -19,7 +19,7 @@ pytest.importorskip("cryptography")
 
 @pytest.fixture(scope="module")
 def keystore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    from kafkalite.cli.certs import make_certificates
+    from kafkalite.cli.dev_certificates import make_certificates
 
     certificates = make_certificates(tmp_path_factory.mktemp("certs"), ("localhost",), [])
     yield certificates.broker_settings()
@@ -96,7 +96,7 @@ def test_a_key_store_change_is_checked_before_it_is_stored_and_applied_after(
     from kafkalite.broker.core.dynamic_configs import DynamicConfigs
     from kafkalite.broker.security.connection import ListenerSecurity
     from kafkalite.broker.security.setup import BrokerSecurity, KeyStoreReloader
-    from kafkalite.cli.certs import make_certificates
+    from kafkalite.cli.dev_certificates import make_certificates
 
     config = BrokerConfig({"listeners": "SSL://127.0.0.1:0", "listener.security.protocol.map": "SSL:SSL", **keystore})
     security = BrokerSecurity({"SSL": ListenerSecurity("SSL", "SSL", server_ssl_context(ListenerSettings(config,
