@@ -32,6 +32,8 @@ _B, _S, _I, _L, _D, _LIST = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.I
                              ConfigType.DOUBLE, ConfigType.LIST)
 _SHORT, _CLASS, _PASSWORD = ConfigType.SHORT, ConfigType.CLASS, ConfigType.PASSWORD
 _K = ConfigKey
+_NOT_COMPARED = ("a key store changed at run time is not compared with the one before: any certificate that loads "
+                 "is taken, as if both were true")
 
 
 def _tls(name: str, config_type: ConfigType, default: object, doc: str,
@@ -94,8 +96,10 @@ KAFKA_SECTIONS: tuple[str | ConfigKey, ...] = (
     _K("ssl.principal.mapping.rules", _S, "DEFAULT",
        "Rules that map a client certificate's distinguished name to a principal: RULE:pattern/replacement/[LU] "
        "items and DEFAULT (the name as it is), the first that matches wins.", dynamic=True, per_broker=True),
-    _K("ssl.allow.dn.changes", _B, False, "Allow a new certificate with another distinguished name.", inert=NO_TLS),
-    _K("ssl.allow.san.changes", _B, False, "Allow a new certificate with other alternative names.", inert=NO_TLS),
+    _K("ssl.allow.dn.changes", _B, False, "Allow a new certificate with another distinguished name.",
+       inert=_NOT_COMPARED),
+    _K("ssl.allow.san.changes", _B, False, "Allow a new certificate with other alternative names.",
+       inert=_NOT_COMPARED),
     _K("security.providers", _S, None, "Classes that add security algorithm providers.", inert=NO_TLS),
 
     "Security: SASL",

@@ -48,7 +48,7 @@ def offset_fetch(authorizer: Authorizer, inner: Inner, context: RequestContext, 
     TOPIC_AUTHORIZATION_FAILED per partition; all of a group's offsets (null topics) filtered silently."""
     check = Check(authorizer, context)
 
-    def answer(topics: list[Any], asked: list[Any] | None, refused: list[Any], response: Any, field_owner: Any) -> None:
+    def answer(topics: list[Any], asked: list[Any] | None, refused: list[Any], field_owner: Any) -> None:
         if asked is None:
             topics[:] = [topic for topic in topics if check(_Op.DESCRIBE, _Type.TOPIC, topic.name)]
             return
@@ -70,7 +70,7 @@ def offset_fetch(authorizer: Authorizer, inner: Inner, context: RequestContext, 
 
         def patch_single(response: Any) -> None:
             if not response.error_code:
-                answer(response.topics, asked, refused_topics, response, type(response))
+                answer(response.topics, asked, refused_topics, type(response))
 
         return answer_later(inner(context, request), patch_single)
     refused = [group for group in request.groups if not check(_Op.DESCRIBE, _Type.GROUP, group.group_id)]
@@ -91,7 +91,7 @@ def offset_fetch(authorizer: Authorizer, inner: Inner, context: RequestContext, 
         for group in response.groups:
             asked, refused_topics = refused_by_group.get(group.group_id, ([], []))
             if not group.error_code:
-                answer(group.topics, asked, refused_topics, response, group_type)
+                answer(group.topics, asked, refused_topics, group_type)
         for group in refused:
             response.groups.append(group_type(group_id=group.group_id, topics=[], error_code=GROUP_FAILED))
 
@@ -111,7 +111,7 @@ def topics_in_list(group: AclOperation | None, topic_operation: AclOperation, re
         if group is not None and not check(group, _Type.GROUP, request.group_id):
             return error_answer(context, request, GROUP_FAILED)
         allowed, refused = split_topics(check, topic_operation, request.topics,
-                                           lambda topic: str(getattr(topic, request_name)))
+                                        lambda topic: str(getattr(topic, request_name)))
         if not refused:
             return inner(context, request)
         request = copy.copy(request)
