@@ -11,6 +11,7 @@ import pytest
 
 import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
 from kafkalite.broker.handlers.registry import HANDLERS
+from kafkalite.broker.quotas import ConnectionQuotas
 from kafkalite.broker.security.connection import ListenerSecurity, SecureConnection
 from kafkalite.broker.security.sasl import SaslSettings
 from kafkalite.broker.security.scram import ScramCredentials
@@ -70,13 +71,13 @@ class FakeTransport(asyncio.Transport):
         return frames
 
 
-def connect(*, timeout_ms: int = 0, reauth_ms: int = 0, failure_delay_ms: int = 0
-            ) -> tuple[SecureConnection, FakeTransport]:
+def connect(*, timeout_ms: int = 0, reauth_ms: int = 0, failure_delay_ms: int = 0,
+            quotas: ConnectionQuotas | None = None) -> tuple[SecureConnection, FakeTransport]:
     settings = SaslSettings(("PLAIN",), {"alice": "alice-secret"}, ScramCredentials(None), reauth_ms=reauth_ms)
     security = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", sasl=settings,
                                 authentication_timeout_ms=timeout_ms, failed_authentication_delay_ms=failure_delay_ms)
     connection = SecureConnection(object(), security=security, max_request_bytes=MAX_REQUEST_BYTES,
-                                  idle_ms=0, handlers=HANDLERS)
+                                  idle_ms=0, handlers=HANDLERS, quotas=quotas)
     transport = FakeTransport()
     connection.connection_made(transport)
     return connection, transport
@@ -173,6 +174,21 @@ def test_a_failed_login_is_answered_and_closed_after_the_delay() -> None:
         refused = answer(transport, 1, SaslAuthenticateResponse, 36, 2)
         assert refused.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
         assert not ok_transport.closed
+
+    run(test)
+
+
+def test_a_connection_waiting_out_the_delay_still_counts_against_max_connections() -> None:
+    async def test() -> None:
+        quotas = ConnectionQuotas(lambda: (1, 1, ""))
+        connection, transport = connect(failure_delay_ms=50, quotas=quotas)
+        authenticate(connection, "wrong")
+        _, refused = connect(quotas=quotas)
+        assert refused.closed  # the one place is still taken while the failed login waits
+        await _until(lambda: transport.closed)
+        connection.connection_lost(None)
+        _, admitted = connect(quotas=quotas)
+        assert not admitted.closed
 
     run(test)
 
