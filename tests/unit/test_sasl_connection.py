@@ -193,6 +193,17 @@ def test_a_connection_waiting_out_the_delay_still_counts_against_max_connections
     run(test)
 
 
+def test_a_malformed_sasl_request_still_closes_at_once_with_the_delay_on() -> None:
+    async def test() -> None:
+        connection, transport = connect(failure_delay_ms=60_000)
+        feed(connection, request(SaslHandshakeRequest(mechanism="PLAIN"), 1, 1)
+             + struct.pack(">i", 10) + struct.pack(">hhi", 36, 2, 2) + b"\xff\xff")  # a broken header
+        assert transport.closed and connection._failure_close is None
+        assert len(transport.frames()) == 1  # the handshake's answer, written before the close
+
+    run(test)
+
+
 def test_a_connection_closed_by_its_client_during_the_delay_leaves_no_timer() -> None:
     async def test() -> None:
         connection, transport = connect(failure_delay_ms=60_000)

@@ -121,6 +121,8 @@ class SecureConnection(KafkaConnection):
         super().connection_lost(exc)
 
     def _dispatch(self, frame: bytes | bytearray | memoryview) -> None:
+        if self._failure_close is not None:  # read before reading stopped: a failed login reads no more
+            return
         session = self.session
         if session.raw_tokens:
             return self._raw_token(bytes(frame))
@@ -135,22 +137,28 @@ class SecureConnection(KafkaConnection):
                     and authenticator.state is SaslState.AUTHENTICATED \
                     and _now_ms() >= authenticator.session_expires_at_ms:
                 return self._violation("its session expired without re-authentication (connections.max.reauth.ms)")
-        if self._failure_close is not None:  # read before reading stopped: a failed login reads no more
-            return
         delay_ms = self.security.failed_authentication_delay_ms
         if delay_ms <= 0 or api_key not in _AUTHENTICATING:
             super()._dispatch(frame)
             return self._after_request()
-        corked, self._corked = self._corked, []  # this request's answer, held back if the login fails
+        # This request's answer is held back if the login fails: it is what the dispatch adds to the
+        # corked responses of this read (a list of its own when there is none).
+        corked = self._corked
+        held: list[bytes | bytearray | memoryview] = [] if corked is None else corked
+        self._corked = held
+        mark = len(held)
         try:
             super()._dispatch(frame)
         finally:
-            answer, self._corked = self._corked, corked
+            if corked is None and not self._closed:
+                self._corked = None
+        if self._closed:  # close() wrote what was corked before it
+            return
+        answer = held[mark:]
         if session.close_after_response:
+            del held[mark:]
             return self._close_later(answer, delay_ms)
-        if corked is not None:
-            corked.extend(answer)
-        elif answer and self.transport is not None:
+        if corked is None and answer and self.transport is not None:
             self.transport.writelines(answer)
         self._after_request()
 
