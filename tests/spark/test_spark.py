@@ -99,6 +99,20 @@ def test_batch_write_takes_topic_key_headers_and_partition_columns(spark: Any, k
     assert len(kafka_broker.consume(second, isolation_level="read_committed")) == 20
 
 
+def test_pyspark_kafkalite_makes_the_format_known_without_register(spark: Any, kafka_broker: Any) -> None:
+    """The session's Python workers have packaging/pyspark-kafkalite on their path, as an installed
+    pyspark-kafkalite puts it: Spark's discovery registered format("kafkalite") by itself. A new session
+    has what discovery found and nothing that register() added to the fixture's session."""
+    topic = unique("discovered")
+    kafka_broker.create_topic(topic, partitions=1)
+    kafka_broker.produce(topic, [b"a", b"b", b"c"])
+    fresh = spark.newSession()
+    assert fresh._jsparkSession.sessionState().dataSourceManager().dataSourceExists("kafkalite")
+    frame = (fresh.read.format("kafkalite").option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
+             .option("subscribe", topic).load())
+    assert sorted(row.value for row in frame.select("value").collect()) == [b"a", b"b", b"c"]
+
+
 def _copy_query(frame: Any, broker: Any, sink: str, checkpoint: Path, data_source: str = "kafkalite") -> Any:
     return (frame.selectExpr("key", "value").writeStream.format(data_source)
             .option("kafka.bootstrap.servers", broker.bootstrap_servers).option("topic", sink)
