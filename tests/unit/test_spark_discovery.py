@@ -16,21 +16,35 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIM = ROOT / "packaging" / "pyspark-kafkalite"
 
 # Runs Spark's lookup (what a session's first use of a data source runs in a Python worker) and prints
-# the names it would register, decoded from the stream it writes for the JVM.
+# the names it would register, decoded from the stream it writes for the JVM. Spark 4.1+ has the lookup
+# alone as _main(); Spark 4.0's main() first reads what the JVM sends every worker, given here empty.
 LOOKUP = """
-import io
-from pyspark.serializers import UTF8Deserializer, read_int
+import io, sys, tempfile
+from pyspark.serializers import SpecialLengths, UTF8Deserializer, read_int, write_int, write_with_length
 from pyspark.sql.worker import lookup_data_sources
 from pyspark.worker_util import pickleSer
 
 out = io.BytesIO()
-lookup_data_sources._main(io.BytesIO(), out)
+if hasattr(lookup_data_sources, "_main"):
+    lookup_data_sources._main(io.BytesIO(), out)
+else:
+    with tempfile.TemporaryDirectory() as files:
+        header = io.BytesIO()
+        write_with_length(("%d.%d" % sys.version_info[:2]).encode(), header)  # the workers' Python
+        write_with_length(files.encode(), header)  # SparkFiles' directory
+        write_int(0, header)  # Python includes
+        header.write(bytes(1))  # no broadcast decryption server
+        write_int(0, header)  # broadcast variables
+        write_int(SpecialLengths.END_OF_STREAM, header)
+        header.seek(0)
+        lookup_data_sources.main(header, out)
 out.seek(0)
 for _ in range(read_int(out)):
     name = UTF8Deserializer().loads(out)
     source = pickleSer._read_with_length(out)
     print(name, source.__module__ + "." + source.__qualname__)
 """
+
 
 def _lookup(*paths: Path) -> str:
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(str(path) for path in paths)}
