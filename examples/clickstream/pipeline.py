@@ -110,15 +110,32 @@ def page_views_per_minute(spark: Any, bootstrap_servers: str, topic: str = SOURC
 def run_query(spark: Any, bootstrap_servers: str, checkpoint: str, source: str = SOURCE_TOPIC,
               sink: str = SINK_TOPIC) -> None:
     """Read what ``source`` has, write the closed windows to ``sink``, stop."""
-    query = (page_views_per_minute(spark, bootstrap_servers, source).writeStream
-             .format("kafkalite")
-             .outputMode("append")
-             .option("kafka.bootstrap.servers", bootstrap_servers)
-             .option("topic", sink)
-             .option("checkpointLocation", checkpoint)
-             .trigger(availableNow=True)
-             .start())
-    query.awaitTermination()
+    import kafkalite.spark.source
+
+    writer = (page_views_per_minute(spark, bootstrap_servers, source).writeStream
+              .format("kafkalite")
+              .outputMode("append")
+              .option("kafka.bootstrap.servers", bootstrap_servers)
+              .option("topic", sink)
+              .option("checkpointLocation", checkpoint))
+    if kafkalite.spark.source.ReadMaxRows is not None:  # Spark 4.2+: Python sources take part in availableNow
+        writer.trigger(availableNow=True).start().awaitTermination()
+        return
+    # Spark 4.0 and 4.1 run a Python source under availableNow as one micro-batch and stop before the
+    # micro-batch without data that moves the watermark and closes the windows: run on a short
+    # processing-time trigger until that one ran too (or nothing more comes), then stop.
+    query = writer.trigger(processingTime="1 second").start()
+    try:
+        query.processAllAvailable()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            batches = [progress for progress in query.recentProgress if progress.get("batchId") is not None]
+            with_data = [progress["batchId"] for progress in batches if progress["numInputRows"]]
+            if with_data and any(progress["batchId"] > max(with_data) for progress in batches):
+                break
+            time.sleep(0.5)
+    finally:
+        query.stop()
 
 
 def spark_session(app_name: str = "clickstream") -> Any:

@@ -46,7 +46,19 @@ DATA_SOURCE_NAME = "kafkalite"
 
 
 def register(spark: Any) -> None:
-    """Make ``format("kafkalite")`` known to ``spark`` (a ``SparkSession``)."""
+    """Make ``format("kafkalite")`` known to ``spark`` (a ``SparkSession``).
+
+    Harmless where Spark already found it by itself (the ``pyspark-kafkalite`` distribution installed):
+    Spark 4.1+ lets the call replace the discovered source with the same one, Spark 4.0 refuses it
+    with ``DATA_SOURCE_ALREADY_EXISTS``, which is taken as done.
+    """
+    from pyspark.errors import AnalysisException
+
     from kafkalite.spark.source import KafkaliteDataSource
 
-    spark.dataSource.register(KafkaliteDataSource)
+    try:
+        spark.dataSource.register(KafkaliteDataSource)
+    except AnalysisException as exc:
+        condition = getattr(exc, "getCondition", exc.getErrorClass)()
+        if condition != "DATA_SOURCE_ALREADY_EXISTS":
+            raise

@@ -5,23 +5,27 @@ Python object per cell besides the key and value bytes the consumer decoded), in
 Spark expects of its Kafka source (:data:`SOURCE_FIELDS`; Arrow's form is what
 ``pyspark.sql.pandas.types.to_arrow_schema`` makes of it, checked in the unit tests).
 
-The sink takes Spark's rows as Arrow batches where Spark gives them (``DataSourceArrowWriter``) and
-turns each into plain lists per column; :func:`rows_to_columns` does the same for ``Row`` objects
-(the row-based stream writer of Spark before 4.1).
+The sink takes Spark's rows as Arrow batches where Spark gives them (``DataSourceArrowWriter``).
+:func:`batch_by_topic` cuts a batch into one list of values (and keys) per topic, in row order, for
+the producer's many-records path, when no row names a partition or carries headers (the common
+case); otherwise :func:`batch_to_columns` turns it into plain lists per column, sent record by
+record. :func:`rows_to_columns` and :func:`columns_by_topic` do the same for ``Row`` objects (the
+row-based stream writer of Spark 4.0).
 """
 
 from __future__ import annotations
 
 import array
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow
 
-__all__ = ["SINK_COLUMNS", "SOURCE_FIELDS", "arrow_schema", "batch_to_columns", "records_to_batch",
-           "rows_to_columns", "source_ddl"]
+__all__ = ["SINK_COLUMNS", "SOURCE_FIELDS", "TopicRecords", "arrow_schema", "batch_by_topic", "batch_to_columns",
+           "columns_by_topic", "records_to_batch", "rows_to_columns", "source_ddl"]
 
 # Spark's Kafka source schema: (name, Spark SQL type).
 SOURCE_FIELDS: tuple[tuple[str, str], ...] = (
@@ -107,6 +111,51 @@ def records_to_batch(records: Sequence[Any], schema: pyarrow.Schema, include_hea
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+@dataclass(frozen=True, slots=True)
+class TopicRecords:
+    """The records of one topic cut from an Arrow batch, in row order (``keys`` None: all null)."""
+
+    topic: str
+    values: list[Any]
+    keys: list[Any] | None
+
+
+def _all_null(column: Any) -> bool:
+    return bool(column.null_count == len(column))
+
+
+def batch_by_topic(batch: pyarrow.RecordBatch, topic: str | None) -> list[TopicRecords] | None:
+    """The batch's records per topic (``topic``, the option, wins over the column), or ``None`` when a
+    row names its partition or has headers (those go record by record). A null topic is a ValueError."""
+    import pyarrow.compute as pc
+
+    names = batch.schema.names
+    if "partition" in names and not _all_null(batch.column("partition")):
+        return None
+    if "headers" in names:
+        headers = batch.column("headers")
+        if not _all_null(headers) and (pc.max(pc.list_value_length(headers)).as_py() or 0) > 0:
+            return None
+    if topic is None:
+        topics = batch.column("topic")
+        if topics.null_count:
+            raise ValueError("a row has a null topic and the option 'topic' is not set")
+        distinct = pc.unique(topics).to_pylist()
+        if len(distinct) > 1:
+            return [_records(batch.filter(pc.equal(topics, name)), name) for name in distinct]
+        if not distinct:
+            return []
+        topic = distinct[0]
+    return [_records(batch, topic)]
+
+
+def _records(batch: pyarrow.RecordBatch, topic: str) -> TopicRecords:
+    keys = None
+    if "key" in batch.schema.names and not _all_null(batch.column("key")):
+        keys = batch.column("key").to_pylist()
+    return TopicRecords(topic, batch.column("value").to_pylist(), keys)
+
+
 def batch_to_columns(batch: pyarrow.RecordBatch) -> dict[str, list[Any]]:
     """The sink's columns of an Arrow batch as Python lists (only the columns the sink reads)."""
     names = set(batch.schema.names)
@@ -121,3 +170,29 @@ def rows_to_columns(rows: Iterable[Any], names: Sequence[str]) -> dict[str, list
         for index, name in wanted:
             columns[name].append(row[index])
     return columns
+
+
+def columns_by_topic(columns: dict[str, list[Any]], topic: str | None) -> list[TopicRecords] | None:
+    """:func:`batch_by_topic` for columns of Python lists (from :func:`rows_to_columns`)."""
+    if any(partition is not None for partition in columns.get("partition", ())):
+        return None
+    if any(columns.get("headers", ())):
+        return None
+    values = columns["value"]
+    keys = columns.get("key")
+    if keys is not None and keys.count(None) == len(keys):
+        keys = None
+    if topic is not None:
+        return [TopicRecords(topic, values, keys)]
+    topics = columns["topic"]
+    if None in topics:
+        raise ValueError("a row has a null topic and the option 'topic' is not set")
+    distinct = list(dict.fromkeys(topics))
+    if len(distinct) == 1:
+        return [TopicRecords(distinct[0], values, keys)]
+    groups = []
+    for name in distinct:
+        rows = [index for index, row_topic in enumerate(topics) if row_topic == name]
+        group_keys = [keys[index] for index in rows] if keys is not None else None
+        groups.append(TopicRecords(name, [values[index] for index in rows], group_keys))
+    return groups

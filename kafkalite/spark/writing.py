@@ -43,7 +43,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from kafkalite.client.metadata import TopicPartition
-from kafkalite.spark.arrow import batch_to_columns, rows_to_columns
+from kafkalite.spark.arrow import batch_by_topic, batch_to_columns, columns_by_topic, rows_to_columns
 from kafkalite.spark.options import OptionError, SinkOptions
 
 __all__ = ["BatchWriter", "SinkCommitMessage", "StreamWriter", "TaskSink", "check_input_schema",
@@ -150,47 +150,63 @@ class TaskSink:
         finally:
             producer.close()
 
-    def _columns(self, chunk: Any) -> dict[str, list[Any]]:
-        if hasattr(chunk, "schema") and hasattr(chunk, "column"):  # a pyarrow.RecordBatch
-            return batch_to_columns(chunk)
-        return rows_to_columns(chunk, self.column_names)
-
     def _send_all(self, producer: Any, chunks: Iterator[Any]) -> tuple[int, str | None]:
-        fixed_topic = self.options.topic
+        """Send every row; the count and the first topic written (where the marker goes)."""
         pending: list[Any] = []
         count = 0
         marker_topic: str | None = None
         for chunk in chunks:
-            columns = self._columns(chunk)
-            values = columns["value"]
-            size = len(values)
-            topics = [fixed_topic] * size if fixed_topic is not None else columns["topic"]
-            keys = columns.get("key") or [None] * size
-            partitions = columns.get("partition") or [None] * size
-            headers = columns.get("headers") or [None] * size
-            send = producer.send
-            for index in range(size):
-                topic = topics[index]
-                if topic is None:
-                    raise ValueError("a row has a null topic and the option 'topic' is not set")
-                if marker_topic is None:
-                    marker_topic = topic
-                row_headers = headers[index]
-                if row_headers:
-                    row_headers = [_header(header) for header in row_headers]
-                pending.append(send(topic, values[index], keys[index], partitions[index], row_headers or None))
-            count += size
+            if _is_arrow(chunk):
+                groups = batch_by_topic(chunk, self.options.topic)
+                columns = batch_to_columns(chunk) if groups is None else None
+                count += chunk.num_rows
+            else:
+                columns = rows_to_columns(chunk, self.column_names)
+                groups = columns_by_topic(columns, self.options.topic)
+                count += len(chunk)
+            if groups is not None:  # the many-records path: one call per topic of the chunk
+                for group in groups:
+                    marker_topic = marker_topic or group.topic
+                    pending += producer.send_many(group.topic, group.values, group.keys)
+            else:
+                assert columns is not None
+                first_topic = self._send_rows(producer, columns, pending)
+                marker_topic = marker_topic or first_topic
             if len(pending) >= _PENDING_CHECK:
                 pending = _settled(pending)
         producer.flush()
         _settled(pending)
         return count, marker_topic
 
+    def _send_rows(self, producer: Any, columns: dict[str, list[Any]], pending: list[Any]) -> str | None:
+        """Record by record (rows that name a partition or carry headers)."""
+        fixed_topic = self.options.topic
+        values = columns["value"]
+        size = len(values)
+        topics = [fixed_topic] * size if fixed_topic is not None else columns["topic"]
+        keys = columns.get("key") or [None] * size
+        partitions = columns.get("partition") or [None] * size
+        headers = columns.get("headers") or [None] * size
+        send = producer.send
+        for index in range(size):
+            topic = topics[index]
+            if topic is None:
+                raise ValueError("a row has a null topic and the option 'topic' is not set")
+            row_headers = headers[index]
+            if row_headers:
+                row_headers = [_header(header) for header in row_headers]
+            pending.append(send(topic, values[index], keys[index], partitions[index], row_headers or None))
+        return topics[0] if size else None
+
     def _before_commit(self) -> None:
         """Called with the rows sent and the transaction still open (a place for fault tests)."""
 
     def _after_commit(self) -> None:
         """Called once the transaction committed, before Spark hears of it (a place for fault tests)."""
+
+
+def _is_arrow(chunk: Any) -> bool:
+    return hasattr(chunk, "schema") and hasattr(chunk, "num_rows")  # a pyarrow.RecordBatch
 
 
 def _header(header: Any) -> tuple[str, Any]:
@@ -240,7 +256,7 @@ def _as_chunks(iterator: Iterator[Any]) -> Iterator[Any]:
     first = next(items, None)
     if first is None:
         return iter(())
-    if hasattr(first, "schema") and hasattr(first, "column"):
+    if _is_arrow(first):
         return itertools.chain([first], items)
     return _chunks_of_rows(itertools.chain([first], items))
 

@@ -235,6 +235,44 @@ def test_acks_zero_and_the_blocking_facade(broker: Any) -> None:
     assert len(read_confluent(broker.bootstrap, topic, 24, partitions=1)) == 24
 
 
+def test_send_many_with_keys_puts_each_record_where_its_key_sends_it(broker: Any) -> None:
+    """Keys hash to partitions as send() hashes them; each partition keeps the order given, across batches."""
+    from kafkalite.client.sync import Consumer
+    from kafkalite.protocol.murmur2 import default_partition
+
+    keys = [b"user-%d" % (index % 7) if index % 5 else None for index in range(2000)]
+    values = [b"%04d" % index for index in range(2000)]
+
+    async def scenario() -> str:
+        async with Admin(bootstrap_servers=broker.bootstrap) as admin:
+            topic = f"client-keyed-{uuid.uuid4().hex[:8]}"
+            (await admin.create_topics([NewTopic(topic, 3)]))[topic].raise_for_error()
+        async with Producer(bootstrap_servers=broker.bootstrap, batch_size=400, linger_ms=0) as producer:
+            futures = await producer.send_many(topic, values, keys)
+            await producer.flush()
+            assert all(future.done() and future.exception() is None for future in futures)
+        return topic
+
+    topic = asyncio.run(scenario())
+    with Consumer({"bootstrap.servers": broker.bootstrap, "enable.auto.commit": False}) as consumer:
+        assigned = [TopicPartition(topic, index) for index in range(3)]
+        consumer.assign(assigned)
+        consumer.seek_to_beginning(*assigned)
+        records: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(records) < 2000 and time.monotonic() < deadline:
+            records += list(consumer.poll(timeout_ms=500))
+    assert len(records) == 2000
+    for record in records:
+        if record.key is not None:
+            assert record.partition == default_partition(record.key, 3)
+    for partition in range(3):
+        in_partition = [record.value for record in records if record.partition == partition]
+        assert in_partition == sorted(in_partition)  # the order given
+    assert sorted((record.key, record.value) for record in records if record.key) == sorted(
+        (key, value) for key, value in zip(keys, values, strict=True) if key)
+
+
 def test_send_many_while_the_sender_drains_every_batch_at_once(broker: Any) -> None:
     """Tiny batches and no linger: the sender takes batches while send_many still fills others."""
     async def scenario() -> None:

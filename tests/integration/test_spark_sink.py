@@ -41,3 +41,29 @@ def test_a_batch_written_again_is_skipped_and_the_next_one_is_written(kafka_brok
     assert written == [b"a", b"b", b"c", b"d"]
     marker = kafka_broker.admin.list_consumer_group_offsets(f"{prefix}-0")
     assert [entry.offset for entry in marker.values()] == [8]
+
+
+def test_arrow_batches_are_written_per_topic_and_rows_with_headers_one_by_one(kafka_broker: Any) -> None:
+    import pyarrow as pa
+
+    first, second = f"sink-a-{uuid.uuid4().hex[:8]}", f"sink-b-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(first, partitions=1)
+    kafka_broker.create_topic(second, partitions=1)
+    header = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+    plain = pa.RecordBatch.from_pydict({
+        "topic": [first, second, first], "key": [b"k1", None, None], "value": ["one", "two", "three"],
+        "headers": pa.array([[], None, []], header)})
+    with_headers = pa.RecordBatch.from_pydict({
+        "topic": [second, first], "key": [None, b"k5"], "value": ["four", "five"],
+        "headers": pa.array([[{"key": "h", "value": b"x"}], []], header)})
+    options = parse_sink_options({"kafka.bootstrap.servers": kafka_broker.bootstrap_servers})
+    sink = TaskSink(options, ["topic", "key", "value", "headers"], f"test-sink-{uuid.uuid4().hex[:8]}")
+
+    written = sink.write_task(iter([plain, with_headers]), 0)
+
+    assert written.records == 5
+    in_first = kafka_broker.consume(first, isolation_level="read_committed")
+    assert [(record.key, record.value) for record in in_first] == [(b"k1", b"one"), (None, b"three"),
+                                                                    (b"k5", b"five")]
+    in_second = kafka_broker.consume(second, isolation_level="read_committed")
+    assert [(record.value, record.headers) for record in in_second] == [(b"two", ()), (b"four", (("h", b"x"),))]

@@ -4,6 +4,9 @@
 Spark runs Python data sources in worker processes of its own: they must run this interpreter and
 import this checkout's kafkalite, so the session is started with ``PYSPARK_PYTHON`` set to it and the
 checkout first on ``PYTHONPATH`` (the JVM keeps the environment it started with; ours is put back).
+``packaging/pyspark-kafkalite`` is on that path too, as if ``pyspark-kafkalite`` were installed: Spark's
+own discovery finds ``format("kafkalite")`` there, and the fixture's ``register()`` call beside it is
+harmless (one test reads through a new session, which has only what discovery found).
 Without pyspark, pyarrow or Java the tests skip and say which is missing.
 """
 
@@ -20,6 +23,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+SHIM = ROOT / "packaging" / "pyspark-kafkalite"  # the module pyspark-kafkalite installs
 
 
 def _missing() -> str | None:
@@ -43,7 +47,7 @@ def spark() -> Iterator[Any]:
 
     saved = {name: os.environ.get(name) for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved["PYTHONPATH"]]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(SHIM), saved["PYTHONPATH"]]))
     try:
         session = (SparkSession.builder.master("local[2,4]").appName("kafkalite-tests")
                    .config("spark.ui.enabled", "false")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 import pytest
@@ -163,10 +164,12 @@ def test_the_arrow_schema_is_the_one_spark_expects() -> None:
              "bigint": types.LongType(), "timestamp": types.TimestampType(),
              "array<struct<key: string, value: binary>>": types.ArrayType(types.StructType([
                  types.StructField("key", types.StringType()), types.StructField("value", types.BinaryType())]))}
+    # Spark 4.1+ names the session's time zone; 4.0 always makes timestamps UTC.
+    utc = {"timezone": "UTC"} if "timezone" in inspect.signature(arrow_types.to_arrow_schema).parameters else {}
     for include_headers in (False, True):
         fields = [field.split(" ", 1) for field in source_ddl(include_headers).split(", ", 7)]
         spark_schema = types.StructType([types.StructField(name, named[kind]) for name, kind in fields])
-        assert arrow_types.to_arrow_schema(spark_schema, timezone="UTC").equals(arrow_schema(include_headers))
+        assert arrow_types.to_arrow_schema(spark_schema, **utc).equals(arrow_schema(include_headers))
 
 
 def test_records_become_one_arrow_batch() -> None:
@@ -206,3 +209,48 @@ def test_offsets_with_gaps_and_mixed_timestamp_types_keep_their_values() -> None
     rows = records_to_batch(records, arrow_schema(False), False).to_pylist()
     assert [(row["offset"], row["timestampType"], row["key"], row["value"]) for row in rows] == [
         (4, 0, None, None), (7, 1, None, None), (8, 0, None, None)]
+
+
+def test_a_sink_batch_is_cut_per_topic_in_row_order_for_the_many_records_path() -> None:
+    pa = pytest.importorskip("pyarrow")
+    from kafkalite.spark.arrow import TopicRecords, batch_by_topic
+
+    batch = pa.RecordBatch.from_pydict({"topic": ["a", "b", "a", "a"], "key": [b"1", None, b"3", b"4"],
+                                        "value": ["w", "x", "y", None],
+                                        "partition": pa.array([None] * 4, pa.int32())})
+    assert batch_by_topic(batch, None) == [TopicRecords("a", ["w", "y", None], [b"1", b"3", b"4"]),
+                                           TopicRecords("b", ["x"], None)]
+    assert batch_by_topic(batch, "fixed") == [TopicRecords("fixed", ["w", "x", "y", None], [b"1", None, b"3", b"4"])]
+    keyless = pa.RecordBatch.from_pydict({"key": pa.array([None, None], pa.binary()), "value": [b"v", b"w"]})
+    assert batch_by_topic(keyless, "t") == [TopicRecords("t", [b"v", b"w"], None)]
+
+
+def test_spark_4_0_streaming_rows_are_cut_per_topic_too() -> None:
+    from kafkalite.spark.arrow import TopicRecords, columns_by_topic, rows_to_columns
+
+    rows = [("a", b"1", "w", None), ("b", None, "x", None), ("a", b"3", "y", None)]
+    columns = rows_to_columns(rows, ["topic", "key", "value", "partition"])
+    assert columns_by_topic(columns, None) == [TopicRecords("a", ["w", "y"], [b"1", b"3"]),
+                                               TopicRecords("b", ["x"], [None])]
+    assert columns_by_topic(columns, "t") == [TopicRecords("t", ["w", "x", "y"], [b"1", None, b"3"])]
+    assert columns_by_topic(rows_to_columns([(None, "v", 2)], ["key", "value", "partition"]), "t") is None
+    assert columns_by_topic(rows_to_columns([("v", [("h", b"x")])], ["value", "headers"]), "t") is None
+    with pytest.raises(ValueError, match="null topic"):
+        columns_by_topic(rows_to_columns([(None, "v")], ["topic", "value"]), None)
+
+
+def test_rows_with_a_partition_or_headers_go_record_by_record() -> None:
+    pa = pytest.importorskip("pyarrow")
+    from kafkalite.spark.arrow import batch_by_topic
+
+    header = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+    partitioned = pa.RecordBatch.from_pydict({"value": [b"v", b"w"], "partition": pa.array([None, 1], pa.int32())})
+    assert batch_by_topic(partitioned, "t") is None
+    with_headers = pa.RecordBatch.from_pydict({"value": [b"v", b"w"],
+                                               "headers": pa.array([[], [{"key": "h", "value": b"x"}]], header)})
+    assert batch_by_topic(with_headers, "t") is None
+    empty_headers = pa.RecordBatch.from_pydict({"value": [b"v"], "headers": pa.array([[]], header)})
+    assert batch_by_topic(empty_headers, "t") is not None
+    null_topic = pa.RecordBatch.from_pydict({"topic": ["a", None], "value": [b"v", b"w"]})
+    with pytest.raises(ValueError, match="null topic"):
+        batch_by_topic(null_topic, None)

@@ -346,6 +346,8 @@ class Producer:
         transactions = self._transactions
         if transactions is not None and transactions.transactional_id is not None:
             transactions.check_can_send()
+        if keys is not None and partition is None and self._key_serializer is None and self._value_serializer is None:
+            return await self._send_many_keyed(topic, values, keys, timestamp)
         if keys is not None or partition is not None or self._value_serializer is not None:
             futures = []
             for index, value in enumerate(values):
@@ -392,6 +394,70 @@ class Producer:
                 if self._partitioner.uses_sticky(None):
                     self._partitioner.next_sticky(topic, index, len(partitions),
                                                   self._client.metadata.available_partitions(topic))  # type: ignore[union-attr]
+                sender.wakeup()
+                await asyncio.sleep(0)
+        sender.wakeup()
+        return futures
+
+    async def _send_many_keyed(self, topic: str, values: Sequence[Any], keys: Sequence[Any],
+                               timestamp: int | None) -> list[RecordFuture]:
+        """:meth:`send_many` with keys: each key picks its partition (as :meth:`send` does), then each
+        partition's records go into its batches many at a time, in the order given."""
+        if len(keys) != len(values):
+            raise ValueError(f"send_many() got {len(values)} values and {len(keys)} keys")
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        partitions = await self._topic_partitions_for(topic)
+        count = len(partitions)
+        available = self._client.metadata.available_partitions(topic)  # type: ignore[union-attr]
+        choose = self._partitioner.partition
+        grouped: dict[int, tuple[list[bytes | None], list[bytes | None]]] = {}
+        for key, value in zip(keys, values, strict=True):
+            if key is not None and type(key) is not bytes:
+                key = _to_bytes("key", key)
+            if value is not None and type(value) is not bytes:
+                value = _to_bytes("value", value)
+            group = grouped.get(index := choose(topic, key, count, available))
+            if group is None:
+                group = grouped[index] = ([], [])
+            group[0].append(key)
+            group[1].append(value)
+        futures: list[RecordFuture] = []
+        for index, (partition_keys, partition_values) in grouped.items():
+            futures += await self._append_many(partitions[index], timestamp, partition_keys, partition_values)
+        return futures
+
+    async def _append_many(self, topic_partition: TopicPartition, timestamp: int, keys: list[bytes | None],
+                           values: list[bytes | None]) -> list[RecordFuture]:
+        """Append keyed records to one partition's batches; one future per batch used."""
+        accumulator, sender = self._accumulator, self._sender
+        assert accumulator is not None and sender is not None
+        batch_size = accumulator.batch_size
+        futures: list[RecordFuture] = []
+        position, total = 0, len(values)
+        while position < total:
+            queue = accumulator.batches.get(topic_partition)
+            batch = queue[-1] if queue else None
+            if batch is None or batch.writer is None or batch.is_full:
+                opened = await self._append_new_batch(topic_partition, timestamp, keys[position], values[position],
+                                                      None)
+                position += 1
+                batch, first = opened.batch, opened.offset_delta
+                if batch.writer is None or batch.is_full:  # the sender took it while we yielded
+                    futures.append(opened)
+                    continue
+            else:
+                first = batch.records_count
+            writer = batch.writer
+            typical = len(values[position] or b"") + len(keys[position] or b"") if position < total else 0
+            end = min(total, position + 16 + max(0, batch_size - len(writer.buffer)) // (typical + 8))
+            taken = writer.append_values(timestamp, values[position:end], keys[position:end], limit=batch_size)
+            batch.records_count = writer.records_count
+            position += taken
+            if taken or first < batch.records_count:
+                futures.append(RecordFuture(batch, first, timestamp))
+            if position < end:  # the batch is full: send it while the next one fills
+                batch.is_full = True
                 sender.wakeup()
                 await asyncio.sleep(0)
         sender.wakeup()
