@@ -26,15 +26,14 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
-import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
 from kafkalite.broker.accept import Acceptor, RefusalReport, SpareDescriptor
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
-from kafkalite.broker.handlers.registry import HANDLERS
+from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
@@ -77,7 +76,7 @@ class BrokerServer:
         self.observer: RequestObserver | None = None  # the admin endpoint's hook in dispatch (observe())
         self.admin: AdminServer | None = None  # the admin HTTP endpoint, when admin.listener is set
         self.security: BrokerSecurity | None = None  # TLS, SASL and the authorizer of each listener
-        self._handlers = HANDLERS  # with the authorizer on: each wrapped in its ACL checks
+        self._handlers: Mapping[int, ApiHandler] = HANDLERS  # with the authorizer on: each wrapped in its ACL checks
 
     async def start(self) -> None:
         from kafkalite.broker.core.cluster import Cluster, Endpoint
