@@ -15,7 +15,8 @@ for the file work in flight and closes the cluster cleanly (which writes the cle
 With ``admin.listener`` set, ``start`` also serves the admin endpoint (``kafkalite.broker.admin``) on
 the same loop, and logs "admin endpoint on http://host:port/" before "listening on ...". Its request
 observer (``observe``) is given to every connection; a test broker can ask for it without the
-HTTP endpoint, to inject faults. Without either, nothing of ``kafkalite.broker.admin`` is imported.
+HTTP endpoint, to inject faults. Without either, nothing of ``kafkalite.broker.admin`` is imported;
+with only PLAINTEXT listeners and no authorizer, nothing of ``kafkalite.broker.security``.
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
-from kafkalite.broker.security.connection import SecureConnection
-from kafkalite.broker.security.setup import BrokerSecurity
 
 if TYPE_CHECKING:
+    from ssl import SSLContext
+
     from kafkalite.broker.admin.http import AdminServer
     from kafkalite.broker.admin.observer import RequestObserver
     from kafkalite.broker.core.cluster import Cluster
+    from kafkalite.broker.security.setup import BrokerSecurity
 
 __all__ = ["BrokerServer", "run"]
 
@@ -93,13 +95,18 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         cluster.log_manager.background.runner = partial(self._run_in_io_thread, loop)
         try:
-            security = BrokerSecurity.build(self.config, cluster.scram_credentials, cluster.acls)
-            self.security = security if security.needed else None
-            authorizer = next(iter(security.listeners.values())).authorizer
-            if authorizer is not None:
-                from kafkalite.broker.security.enforce import authorizing_handlers
+            ssl_contexts: dict[str, SSLContext | None] = {}
+            if _needs_security(self.config):
+                from kafkalite.broker.security.setup import BrokerSecurity
 
-                self._handlers = authorizing_handlers(HANDLERS, authorizer)
+                security = BrokerSecurity.build(self.config, cluster.scram_credentials, cluster.acls)
+                self.security = security if security.needed else None
+                ssl_contexts = {name: listener.ssl_context for name, listener in security.listeners.items()}
+                authorizer = next(iter(security.listeners.values())).authorizer
+                if authorizer is not None:
+                    from kafkalite.broker.security.enforce import authorizing_handlers
+
+                    self._handlers = authorizing_handlers(HANDLERS, authorizer)
             bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
             self._sockets = None
             self._spare = SpareDescriptor()
@@ -109,7 +116,7 @@ class BrokerServer:
                     sockname = sock.getsockname()
                     acceptor = Acceptor(loop, sock, str(Listener(listener.name, sockname[0], sockname[1])),
                                         partial(self._new_connection, listener.name), self._spare, self._refusals,
-                                        ssl_context=security.listeners[listener.name].ssl_context)
+                                        ssl_context=ssl_contexts.get(listener.name))
                     self._acceptors.append(acceptor)
                     acceptor.start()
                 sockname = sockets[0].getsockname()
@@ -180,8 +187,11 @@ class BrokerServer:
         assert self.cluster is not None  # connections are accepted only once start() opened it
         config = self.config
         security = None if self.security is None else self.security.listeners[listener_name]
-        connection = partial(KafkaConnection if security is None or security.plain else
-                             partial(SecureConnection, security=security))
+        connection: Callable[..., KafkaConnection] = KafkaConnection
+        if security is not None and not security.plain:
+            from kafkalite.broker.security.connection import SecureConnection
+
+            connection = partial(SecureConnection, security=security)
         return connection(self.cluster, connections=self.connections, scratch=self._scratch, handlers=self._handlers,
                           listener_name=listener_name, observer=self.observer,
                           max_request_bytes=config.get_int("socket.request.max.bytes"),
@@ -276,6 +286,14 @@ class BrokerServer:
         if self._io is not None:
             self._io.shutdown(wait=True)
         log.info("stopped")
+
+
+def _needs_security(config: BrokerConfig) -> bool:
+    """Whether a listener needs TLS or SASL, or an authorizer is named: else every connection is a plain
+    ``KafkaConnection`` and nothing of ``kafkalite.broker.security`` is imported."""
+    protocols = config.listener_security_protocols()
+    return bool(config.get("authorizer.class.name")) or any(
+        protocols[listener.name] != "PLAINTEXT" for listener in config.listeners())
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (glibc's malloc.h)
