@@ -343,8 +343,10 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None) 
             return 1
         # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
         # process: keep it out of the cyclic collector's full passes, which would rescan it forever.
+        # The command turns the collector off while it starts (kafkalite.cli); it is on from here.
         # (A broker embedded in someone else's process leaves their collector alone.)
         gc.freeze()
+        gc.enable()
         _keep_freed_memory()
         await stop_requested.wait()
         log.info("shutting down")
