@@ -88,6 +88,11 @@ class _SparseIndex:
             values.append(value)
         return keys, values
 
+    def entries(self) -> list[tuple[int, int]]:
+        """Every entry, in file order (read from the file if not loaded yet)."""
+        keys, values = self._load()
+        return list(zip(keys, values, strict=True))
+
     def floor(self, key: int) -> tuple[int, int] | None:
         """The entry with the largest key <= ``key``, if any."""
         if self._count == 0:
