@@ -517,10 +517,13 @@ class DiskLog(SegmentedLog):
         clean_shutdown: bool,
         now_ms: int | None = None,
         files: OpenFiles | None = None,
+        flush: bool = True,
     ) -> DiskLog:
         """Open the segments in ``directory``; after an unclean shutdown, recover from ``recovery_point``.
 
-        Logs one INFO line per partition that needed recovery, saying what was truncated.
+        Logs one INFO line per partition that needed recovery, saying what was truncated. What was
+        validated is fsynced before this returns, unless ``flush`` is False (the log manager fsyncs
+        the logs it loads all together): then the recovery point stays where it was until a flush.
         """
         now = wall_clock_ms() if now_ms is None else now_ms
         disk_log = cls(directory, config, now, files)
@@ -570,7 +573,8 @@ class DiskLog(SegmentedLog):
         else:
             # What was just validated is made durable, so the recovery point can move to the end.
             disk_log._recovery_point = min(recovery_point, disk_log.log_end_offset)
-            disk_log.flush(now)
+            if flush:
+                disk_log.flush(now)
             log.info(
                 "Recovered %s from offset %d: %s; log end offset %d",
                 disk_log.name,
