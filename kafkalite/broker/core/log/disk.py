@@ -222,10 +222,11 @@ class FileSegment(LogSegment):
             yield base_offset + last_offset_delta, max_timestamp
             position += length + LOG_OVERHEAD
 
-    def _trusted_prefix(self, recovery_point: int) -> tuple[int, list[tuple[int, int]], list[tuple[int, int]]] | None:
-        """After a crash, where this segment's validation may start: the batch of the last offset index
-        entry whose batch ends below ``recovery_point``. That batch, the ones before it and their index
-        entries were fsynced when the recovery point moved past them. Returns its position and the
+    def _trusted_prefix(self, recovery_point: int) -> tuple[_BatchSpan, list[tuple[int, int]],
+                                                            list[tuple[int, int]]] | None:
+        """After a crash, where this segment's validation may start: after the batch of the last offset
+        index entry whose batch ends below ``recovery_point``. That batch, the ones before it and their
+        index entries were fsynced when the recovery point moved past them. Returns that batch and the
         offset and time index entries up to it, or None (nothing below the recovery point is indexed, or
         the indexes do not hold together) to validate the whole segment."""
         last_trusted = recovery_point - 1 - self.base_offset  # relative last offset of a trusted batch
@@ -254,7 +255,7 @@ class FileSegment(LogSegment):
         kept_times = [(timestamp, relative) for timestamp, relative in times if relative <= key]
         if any(later[0] <= earlier[0] or later[1] < earlier[1] for earlier, later in pairwise(kept_times)):
             return None
-        return position, kept, kept_times
+        return span, kept, kept_times
 
     def recover(self, index_interval_bytes: int, recovery_point: int | None = None) -> RecoveryOutcome:
         """Validate the batches, rebuild both indexes, and cut the file at the first bad batch.
@@ -262,8 +263,8 @@ class FileSegment(LogSegment):
         A batch is good if it frames (length, magic 2), its CRC-32C matches, its offsets move forward
         from the segment's base offset and fit the index's relative offsets. With ``recovery_point``
         (after a crash), what lies wholly below it is trusted where the indexes say where it ends
-        (``_trusted_prefix``): validation starts at the batch of the last index entry below it, and the
-        index entries up to there are kept. ``valid_bytes`` counts from the start of the file.
+        (``_trusted_prefix``): validation starts after the batch of the last index entry below it, and
+        the index entries up to there are kept. ``valid_bytes`` counts from the start of the file.
         """
         offset_entries: list[tuple[int, int]] = []
         time_entries: list[tuple[int, int]] = []
@@ -278,10 +279,11 @@ class FileSegment(LogSegment):
         start = 0
         prefix = None if recovery_point is None else self._trusted_prefix(recovery_point)
         if prefix is not None:
-            # Resume as the appends left it just after the batch at ``start`` was indexed: the scan
-            # below validates that batch again and indexes the ones after it.
-            start, offset_entries, time_entries = prefix
-            valid = start
+            # Resume as the appends left it just after the trusted batch was written and indexed.
+            trusted, offset_entries, time_entries = prefix
+            start = valid = trusted.position + trusted.size
+            bytes_since_entry = trusted.size
+            expected_offset = self.next_offset = trusted.last_offset + 1
             if time_entries:
                 self.max_timestamp = time_entries[-1][0]
                 self.offset_of_max_timestamp = self.base_offset + time_entries[-1][1]
