@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import logging
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from kafkalite.broker.accept import Acceptor, RefusalReport, SpareDescriptor
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
-from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler
+from kafkalite.broker.handlers.registry import HANDLERS, SERVED, ApiHandler
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
@@ -52,6 +54,13 @@ __all__ = ["BrokerServer", "run"]
 log = logging.getLogger("kafkalite.server")
 
 STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
+WARM_UP_DELAY_S = 0.0  # from listening to importing the handlers no request has needed yet
+# the APIs a client's first requests use, imported ahead first (then every other in key order)
+WARM_UP_FIRST = (3, 0, 1, 2, 10, 22, 9, 11, 14, 12, 8, 13, 19, 32, 60)
+# what the cluster imports when it builds a room on first use (besides the handlers)
+WARM_UP_MODULES = ("kafkalite.broker.core.group.coordinator", "kafkalite.broker.core.share.manager",
+                   "kafkalite.broker.core.log.cleaner", "kafkalite.broker.security.scram",
+                   "kafkalite.broker.security.acls")
 CLEANER_OFF_CHECK_S = 5.0  # while compaction is turned off, how often to look whether it was turned on
 
 
@@ -72,6 +81,7 @@ class BrokerServer:
         self._refusals: RefusalReport | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._cleaner_timer: asyncio.TimerHandle | None = None
+        self._warm_up: asyncio.Handle | None = None  # the next step of importing what first requests will need
         self._stopped = False
         self._io: ThreadPoolExecutor | None = None  # the I/O thread of the log room's blocking file work
         self._io_jobs: set[asyncio.Future[None]] = set()
@@ -139,6 +149,7 @@ class BrokerServer:
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
         self._schedule_cleaner(loop)
+        self._schedule_warm_up(loop)
 
     def _run_in_io_thread(self, loop: asyncio.AbstractEventLoop, work: Callable[[], None],
                           then: Callable[[BaseException | None], None]) -> None:
@@ -239,6 +250,31 @@ class BrokerServer:
 
         self._cleaner_timer = loop.call_later(0, clean)
 
+    def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Import, from the moment the broker listens, the handlers (and the rooms built on first use) that
+        no request has loaded yet, one module per pass of the loop so requests are served in between.
+        A start thus answers its first request without waiting for all the code (one module's import at
+        most), and holds every module a fraction of a second later, as a broker that imported them all
+        up front did: an import needs a file descriptor, and a broker out of descriptors must still
+        answer any API."""
+        keys = [*WARM_UP_FIRST, *(key for key in sorted(SERVED) if key not in WARM_UP_FIRST)]
+        pending = [f"kafkalite.broker.handlers.{SERVED[key].module}" for key in keys]
+        pending += WARM_UP_MODULES
+
+        def step() -> None:
+            while pending:
+                name = pending.pop(0)
+                if name in sys.modules:
+                    continue
+                try:
+                    importlib.import_module(name)
+                except Exception as exc:  # the first request of that API imports it (or says why it cannot)
+                    log.debug("importing %s ahead of use failed: %s", name, exc)
+                break
+            self._warm_up = loop.call_soon(step) if pending and not self._stopped else None
+
+        self._warm_up = loop.call_later(WARM_UP_DELAY_S, step)
+
     def _close_acceptors(self) -> None:
         for acceptor in self._acceptors:
             acceptor.close()
@@ -256,6 +292,8 @@ class BrokerServer:
             self._timer.cancel()
         if self._cleaner_timer is not None:
             self._cleaner_timer.cancel()
+        if self._warm_up is not None:
+            self._warm_up.cancel()
         if self.cluster is not None:
             self.cluster.log_cleaner.stop()
         if self.admin is not None:

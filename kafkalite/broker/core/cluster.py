@@ -59,7 +59,6 @@ from kafkalite.broker.core.fetch_sessions import FetchSessionCache
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
 from kafkalite.broker.core.log_cleaner import CleanerSettings, LogCleaner
-from kafkalite.broker.core.share.config import ShareSettings
 from kafkalite.broker.core.topics import TopicManager, log_config
 from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
 from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
@@ -70,6 +69,7 @@ if TYPE_CHECKING:
     from kafkalite.broker.core.group.share_rebalance import ShareStateListener
     from kafkalite.broker.core.group.store import GroupSettings
     from kafkalite.broker.core.group.timers import Timers
+    from kafkalite.broker.core.share.config import ShareSettings
     from kafkalite.broker.core.share.manager import SharePartitionManager
     from kafkalite.broker.security.acls import AclStore
     from kafkalite.broker.security.scram import ScramCredentials
@@ -115,10 +115,6 @@ class Cluster:
         self.transaction_log = CoordinatorLog(self.topics, TRANSACTION_STATE_TOPIC,
                                               config.get_int("transaction.state.log.num.partitions"),
                                               config.get_int("transaction.state.log.segment.bytes"))
-        share_settings = config.settings(ShareSettings)
-        self.share_state_log = CoordinatorLog(self.topics, SHARE_GROUP_STATE_TOPIC,
-                                              share_settings.state_topic_partitions,
-                                              share_settings.state_topic_segment_bytes)
         self.transactions = self.build_transaction_coordinator()
         self.dynamic_configs = DynamicConfigs(config, self.node_id, data_dir, self.broker_config_changed)
 
@@ -129,6 +125,15 @@ class Cluster:
         if self._opened:
             coordinator.open()
         return coordinator
+
+    @cached_property
+    def share_state_log(self) -> CoordinatorLog:
+        """``__share_group_state``, as the share settings shape it."""
+        from kafkalite.broker.core.share.config import ShareSettings
+
+        share_settings = self.config.settings(ShareSettings)
+        return CoordinatorLog(self.topics, SHARE_GROUP_STATE_TOPIC, share_settings.state_topic_partitions,
+                              share_settings.state_topic_segment_bytes)
 
     @cached_property
     def share_partitions(self) -> SharePartitionManager:
@@ -176,6 +181,7 @@ class Cluster:
                                       settings: ShareSettings | None = None) -> SharePartitionManager:
         """Share partitions on this cluster's topics, with each group's configs from ``dynamic_configs``
         (tests pass a manual clock and settings)."""
+        from kafkalite.broker.core.share.config import ShareSettings
         from kafkalite.broker.core.share.manager import SharePartitionManager
 
         return SharePartitionManager(self.topics, self.share_state_log,
