@@ -589,20 +589,24 @@ class DiskLog(SegmentedLog):
     def _scan_directory(self) -> list[int]:
         """Base offsets of the ``.log`` files; orphan index files are removed, and a swap of cleaned
         segments a crash interrupted is completed (or, before its commit point, discarded)."""
-        self._finish_swaps()
+        names = os.listdir(self.directory)  # one listing (a broker may load thousands of these)
+        if any(name.endswith((SWAP_SUFFIX, CLEANED_SUFFIX)) for name in names):
+            self._finish_swaps()
+            names = os.listdir(self.directory)
         bases: set[int] = set()
-        orphans: list[Path] = []
-        for path in self.directory.iterdir():
-            stem, suffix = path.stem, path.suffix
+        orphans: list[tuple[int, str]] = []
+        for name in names:
+            stem, _, rest = name.partition(".")
             if not (len(stem) == 20 and stem.isdigit()):
                 continue
+            suffix = "." + rest
             if suffix == LOG_SUFFIX:
                 bases.add(int(stem))
             elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                orphans.append(path)
-        for path in orphans:
-            if int(path.stem) not in bases:
-                path.unlink(missing_ok=True)
+                orphans.append((int(stem), name))
+        for base_offset, name in orphans:
+            if base_offset not in bases:
+                (self.directory / name).unlink(missing_ok=True)
         return sorted(bases)
 
     def _finish_swaps(self) -> None:
