@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from itertools import pairwise
+from itertools import pairwise, takewhile
 from pathlib import Path
 from typing import Final
 
@@ -252,7 +252,7 @@ class FileSegment(LogSegment):
         span = self._header_at(position)
         if span is None or span.last_offset != self.base_offset + key:
             return None
-        kept_times = [(timestamp, relative) for timestamp, relative in times if relative <= key]
+        kept_times = list(takewhile(lambda entry: entry[1] <= key, times))
         if any(later[0] <= earlier[0] or later[1] < earlier[1] for earlier, later in pairwise(kept_times)):
             return None
         return span, kept, kept_times
@@ -277,10 +277,12 @@ class FileSegment(LogSegment):
         reason: str | None = None
         expected_offset = self.base_offset
         start = 0
+        kept_offsets = kept_times = -1  # how many of the index files' entries stay (-1: rewrite them)
         prefix = None if recovery_point is None else self._trusted_prefix(recovery_point)
         if prefix is not None:
             # Resume as the appends left it just after the trusted batch was written and indexed.
             trusted, offset_entries, time_entries = prefix
+            kept_offsets, kept_times = len(offset_entries), len(time_entries)
             start = valid = trusted.position + trusted.size
             bytes_since_entry = trusted.size
             expected_offset = self.next_offset = trusted.last_offset + 1
@@ -316,8 +318,12 @@ class FileSegment(LogSegment):
             self._log_writes += 1
         if self.max_timestamp >= 0 and (not time_entries or self.max_timestamp > time_entries[-1][0]):
             time_entries.append((self.max_timestamp, self.offset_of_max_timestamp - self.base_offset))
-        self.offset_index.replace(offset_entries)
-        self.time_index.replace(time_entries)
+        if kept_offsets < 0:
+            self.offset_index.replace(offset_entries)
+            self.time_index.replace(time_entries)
+        else:
+            self.offset_index.keep_and_append(kept_offsets, offset_entries[kept_offsets:])
+            self.time_index.keep_and_append(kept_times, time_entries[kept_times:])
         self._bytes_since_index_entry = bytes_since_entry
         return RecoveryOutcome(valid, truncated, reason)
 
