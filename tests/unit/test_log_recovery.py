@@ -503,8 +503,19 @@ def test_crash_recovery_validates_only_what_follows_the_recovery_point(tmp_path:
     config = LogConfig(index_interval_bytes=1000)
     size = write_log(tmp_path, config, 100, flush_after=90)  # one segment, recovery point 270
     reads = log_file_reads(monkeypatch)
+    import os
+
+    synced: list[str] = []
+    original_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        original_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
     reopened = manager(tmp_path, config)
     monkeypatch.undo()
+    assert f"{0:020d}.log" in synced  # what was validated is made durable before the checkpoint says so
     partition_log = reopened.get_log("orders", 0)
     assert partition_log is not None and partition_log.log_end_offset == 300
     read_bytes = sum(length for _, length in reads)

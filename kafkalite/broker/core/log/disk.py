@@ -315,7 +315,9 @@ class FileSegment(LogSegment):
         if truncated:
             os.ftruncate(self._file.descriptor(), valid)
             self.size = valid
-            self._log_writes += 1
+        # What was validated may still be only in the page cache (the process died, not the machine):
+        # the next flush fsyncs the file before the recovery point moves past it.
+        self._log_writes += 1
         if self.max_timestamp >= 0 and (not time_entries or self.max_timestamp > time_entries[-1][0]):
             time_entries.append((self.max_timestamp, self.offset_of_max_timestamp - self.base_offset))
         if kept_offsets < 0:
