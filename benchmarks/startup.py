@@ -9,7 +9,7 @@ with an empty data directory on a free loopback port, ``--runs`` times. For each
 long after the exec the port accepted a connection and how long until the answer to an ApiVersions
 v0 request came back, then the medians. ``--editable`` runs the checkout itself instead.
 ``--importtime`` prints the 15 slowest imports of one start (``python -X importtime``).
-``--against CHECKOUT`` installs another checkout (say a worktree of the main branch) the same way and
+``--against CHECKOUT`` installs another checkout (say one of the main branch) the same way and
 alternates runs between the two, so a busy machine's load falls on both alike; the medians of each
 are printed side by side. Nothing is asserted; the broker is stopped by its PID after each run.
 """
