@@ -30,7 +30,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import kafkalite.broker.handlers  # noqa: E402,F401  (registers the handlers)
 from kafkalite.broker.config import BrokerConfig  # noqa: E402
 from kafkalite.broker.core.cluster import Cluster, Endpoint  # noqa: E402
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch  # noqa: E402

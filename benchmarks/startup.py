@@ -1,6 +1,6 @@
 """Start-up time: from the broker's exec to its first ApiVersions answer, installed as users install it.
 
-    python benchmarks/startup.py [--runs 5] [--editable] [--importtime]
+    python benchmarks/startup.py [--runs 5] [--editable] [--importtime] [--against CHECKOUT]
 
 Installs this checkout with ``pip install --no-deps --target DIR .`` (a regular, non-editable
 install, byte-compiled by pip) into a scratch directory, and runs ``python -m kafkalite serve`` from
@@ -9,7 +9,9 @@ with an empty data directory on a free loopback port, ``--runs`` times. For each
 long after the exec the port accepted a connection and how long until the answer to an ApiVersions
 v0 request came back, then the medians. ``--editable`` runs the checkout itself instead.
 ``--importtime`` prints the 15 slowest imports of one start (``python -X importtime``).
-Nothing is asserted; the broker is stopped by its PID after each run.
+``--against CHECKOUT`` installs another checkout (say one of the main branch) the same way and
+alternates runs between the two, so a busy machine's load falls on both alike; the medians of each
+are printed side by side. Nothing is asserted; the broker is stopped by its PID after each run.
 """
 
 from __future__ import annotations
@@ -72,41 +74,56 @@ def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) ->
     return accepted, answered, errors.decode(errors="replace")
 
 
+def install(checkout: Path, target: Path, scratch: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
+                    str(checkout)], check=True, cwd=scratch)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--editable", action="store_true", help="run the checkout instead of an install")
     parser.add_argument("--importtime", action="store_true", help="show the slowest imports of one start")
+    parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="alternate with another checkout")
     a = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
     try:
-        env = {name: value for name, value in os.environ.items() if not name.startswith("KAFKALITE_")}
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        if a.editable:
-            cwd = REPO
-            print("running the checkout itself")
-        else:
-            target = scratch / "site"
-            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                            "--target", str(target), str(REPO)], check=True, cwd=scratch)
-            env["PYTHONPATH"] = str(target)
-            cwd = scratch
-            print("installed with pip (not editable) into a scratch directory")
-        one_start(env, cwd)  # the first start after an install warms the page cache
-        accepts, answers = [], []
-        for run in range(a.runs):
-            accepted, answered, errors = one_start(env, cwd)
-            if answered != answered:  # NaN: no answer
-                print(f"run {run + 1}: no answer; the broker said: {errors[-500:]}")
+        base = {name: value for name, value in os.environ.items() if not name.startswith("KAFKALITE_")}
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        sides: list[tuple[str, dict[str, str], Path]] = []
+        for label, checkout in (("this checkout", REPO), ("against", a.against)):
+            if checkout is None:
                 continue
-            accepts.append(accepted * 1000)
-            answers.append(answered * 1000)
-            print(f"run {run + 1}: accepting after {accepted * 1000:.0f} ms, ApiVersions answered after "
-                  f"{answered * 1000:.0f} ms")
-        if answers:
-            print(f"median of {len(answers)}: accepting {statistics.median(accepts):.0f} ms, first ApiVersions answer "
-                  f"{statistics.median(answers):.0f} ms")
+            env = dict(base)
+            if a.editable:
+                env["PYTHONPATH"] = str(checkout.resolve())
+                sides.append((f"{label} ({checkout})", env, checkout.resolve()))
+                continue
+            target = scratch / f"site-{len(sides)}"
+            install(checkout, target, scratch)
+            env["PYTHONPATH"] = str(target)
+            sides.append((f"{label} ({checkout}, installed)", env, scratch))
+        print("running the checkouts themselves" if a.editable else
+              "installed with pip (not editable) into scratch directories")
+        for _, env, cwd in sides:
+            one_start(env, cwd)  # the first start after an install warms the page cache
+        results: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _, _ in sides}
+        for run in range(a.runs):
+            for label, env, cwd in sides:
+                accepted, answered, errors = one_start(env, cwd)
+                if answered != answered:  # NaN: no answer
+                    print(f"{label} run {run + 1}: no answer; the broker said: {errors[-500:]}")
+                    continue
+                results[label][0].append(accepted * 1000)
+                results[label][1].append(answered * 1000)
+                print(f"{label} run {run + 1}: accepting after {accepted * 1000:.0f} ms, ApiVersions answered "
+                      f"after {answered * 1000:.0f} ms")
+        for label, (accepts, answers) in results.items():
+            if answers:
+                print(f"{label}: median of {len(answers)}: accepting {statistics.median(accepts):.0f} ms, "
+                      f"first ApiVersions answer {statistics.median(answers):.0f} ms")
         if a.importtime:
+            _, env, cwd = sides[0]
             _, _, errors = one_start(env, cwd, ["-X", "importtime"])
             rows = []
             for line in errors.splitlines():
@@ -114,7 +131,7 @@ def main() -> None:
                     parts = [part.strip() for part in line.removeprefix("import time:").split("|")]
                     if parts[0].isdigit():
                         rows.append((int(parts[1]), int(parts[0]), parts[2]))
-            print("slowest imports (cumulative µs, self µs, module):")
+            print("slowest imports of this checkout (cumulative µs, self µs, module):")
             for cumulative, own, name in sorted(rows, reverse=True)[:15]:
                 print(f"  {cumulative:>8} {own:>8}  {name}")
     finally:

@@ -23,7 +23,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
 from kafkalite.broker.config import CONFIG_KEYS, ENV_PREFIX, GROUP_KEYS, ConfigKey
 from kafkalite.broker.handlers.registry import HANDLERS, NOT_SERVED
 from kafkalite.protocol.messages import REQUESTS

@@ -15,43 +15,52 @@ for the file work in flight and closes the cluster cleanly (which writes the cle
 With ``admin.listener`` set, ``start`` also serves the admin endpoint (``kafkalite.broker.admin``) on
 the same loop, and logs "admin endpoint on http://host:port/" before "listening on ...". Its request
 observer (``observe``) is given to every connection; a test broker can ask for it without the
-HTTP endpoint, to inject faults. Without either, nothing of ``kafkalite.broker.admin`` is imported.
+HTTP endpoint, to inject faults. Without either, nothing of ``kafkalite.broker.admin`` is imported;
+with only PLAINTEXT listeners and no authorizer, nothing of ``kafkalite.broker.security``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import logging
 import signal
 import socket
-import ssl
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
-import kafkalite.broker.handlers  # noqa: F401  (importing the package registers every handler)
 from kafkalite.broker.accept import Acceptor, RefusalReport, SpareDescriptor
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
-from kafkalite.broker.handlers.registry import HANDLERS
+from kafkalite.broker.handlers.registry import HANDLERS, SERVED, ApiHandler
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
-from kafkalite.broker.security.connection import SecureConnection
-from kafkalite.broker.security.setup import BrokerSecurity, KeyStoreReloader
 
 if TYPE_CHECKING:
+    from ssl import SSLContext
+
     from kafkalite.broker.admin.http import AdminServer
     from kafkalite.broker.admin.observer import RequestObserver
     from kafkalite.broker.core.cluster import Cluster
+    from kafkalite.broker.security.setup import BrokerSecurity
 
 __all__ = ["BrokerServer", "run"]
 
 log = logging.getLogger("kafkalite.server")
 
 STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
+WARM_UP_DELAY_S = 0.0  # from listening to importing the handlers no request has needed yet
+# the APIs a client's first requests use, imported ahead first (then every other in key order)
+WARM_UP_FIRST = (3, 0, 1, 2, 10, 22, 9, 11, 14, 12, 8, 13, 19, 32, 60)
+# what the cluster imports when it builds a room on first use (besides the handlers)
+WARM_UP_MODULES = ("kafkalite.broker.core.group.coordinator", "kafkalite.broker.core.share.manager",
+                   "kafkalite.broker.core.log.cleaner", "kafkalite.broker.security.scram",
+                   "kafkalite.broker.security.acls")
 CLEANER_OFF_CHECK_S = 5.0  # while compaction is turned off, how often to look whether it was turned on
 
 
@@ -73,13 +82,14 @@ class BrokerServer:
         self._refusals: RefusalReport | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._cleaner_timer: asyncio.TimerHandle | None = None
+        self._warm_up: asyncio.Handle | None = None  # the next step of importing what first requests will need
         self._stopped = False
         self._io: ThreadPoolExecutor | None = None  # the I/O thread of the log room's blocking file work
         self._io_jobs: set[asyncio.Future[None]] = set()
         self.observer: RequestObserver | None = None  # the admin endpoint's hook in dispatch (observe())
         self.admin: AdminServer | None = None  # the admin HTTP endpoint, when admin.listener is set
         self.security: BrokerSecurity | None = None  # TLS, SASL and the authorizer of each listener
-        self._handlers = HANDLERS  # with the authorizer on: each wrapped in its ACL checks
+        self._handlers: Mapping[int, ApiHandler] = HANDLERS  # with the authorizer on: each wrapped in its ACL checks
 
     async def start(self) -> None:
         from kafkalite.broker.core.cluster import Cluster, Endpoint
@@ -96,13 +106,18 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         cluster.log_manager.background.runner = partial(self._run_in_io_thread, loop)
         try:
-            security = BrokerSecurity.build(self.config, cluster.scram_credentials, cluster.acls)
-            self.security = security if security.needed else None
-            authorizer = next(iter(security.listeners.values())).authorizer
-            if authorizer is not None:
-                from kafkalite.broker.security.enforce import authorizing_handlers
+            ssl_contexts: dict[str, SSLContext | None] = {}
+            if _needs_security(self.config):
+                from kafkalite.broker.security.setup import BrokerSecurity
 
-                self._handlers = authorizing_handlers(HANDLERS, authorizer)
+                security = BrokerSecurity.build(self.config, cluster.scram_credentials, cluster.acls)
+                self.security = security if security.needed else None
+                ssl_contexts = {name: listener.ssl_context for name, listener in security.listeners.items()}
+                authorizer = next(iter(security.listeners.values())).authorizer
+                if authorizer is not None:
+                    from kafkalite.broker.security.enforce import authorizing_handlers
+
+                    self._handlers = authorizing_handlers(HANDLERS, authorizer)
             bound_sockets = self._sockets if self._sockets is not None else bind_listeners(listeners)
             self._sockets = None
             self._spare = SpareDescriptor()
@@ -112,13 +127,15 @@ class BrokerServer:
                     sockname = sock.getsockname()
                     acceptor = Acceptor(loop, sock, str(Listener(listener.name, sockname[0], sockname[1])),
                                         partial(self._new_connection, listener.name), self._spare, self._refusals,
-                                        ssl_context=security.listeners[listener.name].ssl_context)
+                                        ssl_context=ssl_contexts.get(listener.name))
                     self._acceptors.append(acceptor)
                     self._acceptors_of.setdefault(listener.name, []).append(acceptor)
                     acceptor.start()
                 sockname = sockets[0].getsockname()
                 self.bound.append(Listener(listener.name, listener.host or sockname[0], sockname[1]))
             if self.security is not None:  # key stores that AlterConfigs changes reach new connections
+                from kafkalite.broker.security.setup import KeyStoreReloader
+
                 cluster.dynamic_configs.reconfigurables.append(
                     KeyStoreReloader(self.config, self.security, self._install_ssl_context))
             admin_listener = self.config.get_str("admin.listener") if self.config.is_set("admin.listener") else ""
@@ -139,6 +156,7 @@ class BrokerServer:
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
         self._schedule_cleaner(loop)
+        self._schedule_warm_up(loop)
 
     def _run_in_io_thread(self, loop: asyncio.AbstractEventLoop, work: Callable[[], None],
                           then: Callable[[BaseException | None], None]) -> None:
@@ -183,7 +201,7 @@ class BrokerServer:
         bound_port = await self.admin.start(host, port)
         log.info("admin endpoint on http://%s/", f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}")
 
-    def _install_ssl_context(self, listener_name: str, context: ssl.SSLContext) -> None:
+    def _install_ssl_context(self, listener_name: str, context: SSLContext) -> None:
         for acceptor in self._acceptors_of.get(listener_name, ()):
             acceptor.ssl_context = context
 
@@ -191,8 +209,11 @@ class BrokerServer:
         assert self.cluster is not None  # connections are accepted only once start() opened it
         config = self.config
         security = None if self.security is None else self.security.listeners[listener_name]
-        connection = partial(KafkaConnection if security is None or security.plain else
-                             partial(SecureConnection, security=security))
+        connection: Callable[..., KafkaConnection] = KafkaConnection
+        if security is not None and not security.plain:
+            from kafkalite.broker.security.connection import SecureConnection
+
+            connection = partial(SecureConnection, security=security)
         return connection(self.cluster, connections=self.connections, scratch=self._scratch, handlers=self._handlers,
                           listener_name=listener_name, observer=self.observer,
                           max_request_bytes=config.get_int("socket.request.max.bytes"),
@@ -240,6 +261,31 @@ class BrokerServer:
 
         self._cleaner_timer = loop.call_later(0, clean)
 
+    def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Import, from the moment the broker listens, the handlers (and the rooms built on first use) that
+        no request has loaded yet, one module per pass of the loop so requests are served in between.
+        A start thus answers its first request without waiting for all the code (one module's import at
+        most), and holds every module a fraction of a second later, as a broker that imported them all
+        up front did: an import needs a file descriptor, and a broker out of descriptors must still
+        answer any API."""
+        keys = [*WARM_UP_FIRST, *(key for key in sorted(SERVED) if key not in WARM_UP_FIRST)]
+        pending = [f"kafkalite.broker.handlers.{SERVED[key].module}" for key in keys]
+        pending += WARM_UP_MODULES
+
+        def step() -> None:
+            while pending:
+                name = pending.pop(0)
+                if name in sys.modules:
+                    continue
+                try:
+                    importlib.import_module(name)
+                except Exception as exc:  # the first request of that API imports it (or says why it cannot)
+                    log.debug("importing %s ahead of use failed: %s", name, exc)
+                break
+            self._warm_up = loop.call_soon(step) if pending and not self._stopped else None
+
+        self._warm_up = loop.call_later(WARM_UP_DELAY_S, step)
+
     def _close_acceptors(self) -> None:
         for acceptor in self._acceptors:
             acceptor.close()
@@ -257,6 +303,8 @@ class BrokerServer:
             self._timer.cancel()
         if self._cleaner_timer is not None:
             self._cleaner_timer.cancel()
+        if self._warm_up is not None:
+            self._warm_up.cancel()
         if self.cluster is not None:
             self.cluster.log_cleaner.stop()
         if self.admin is not None:
@@ -287,6 +335,14 @@ class BrokerServer:
         if self._io is not None:
             self._io.shutdown(wait=True)
         log.info("stopped")
+
+
+def _needs_security(config: BrokerConfig) -> bool:
+    """Whether a listener needs TLS or SASL, or an authorizer is named: else every connection is a plain
+    ``KafkaConnection`` and nothing of ``kafkalite.broker.security`` is imported."""
+    protocols = config.listener_security_protocols()
+    return bool(config.get("authorizer.class.name")) or any(
+        protocols[listener.name] != "PLAINTEXT" for listener in config.listeners())
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (glibc's malloc.h)
@@ -340,8 +396,10 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None,
             on_started(server)
         # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
         # process: keep it out of the cyclic collector's full passes, which would rescan it forever.
+        # The command turns the collector off while it starts (kafkalite.cli); it is on from here.
         # (A broker embedded in someone else's process leaves their collector alone.)
         gc.freeze()
+        gc.enable()
         _keep_freed_memory()
         await stop_requested.wait()
         log.info("shutting down")

@@ -22,6 +22,7 @@ application in :mod:`.app`, which imports click and the client only then.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -45,9 +46,16 @@ def runs_the_broker(arguments: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if runs_the_broker(arguments):
-        from kafkalite.cli.serve import main as serve
+        # Importing and opening the broker allocates objects that live as long as the process; the
+        # cyclic collector's passes over them find nothing to free. The broker's run() freezes what
+        # start-up made and turns the collector back on once it listens.
+        gc.disable()
+        try:
+            from kafkalite.cli.serve import main as serve
 
-        return serve(arguments)
+            return serve(arguments)
+        finally:
+            gc.enable()
     from kafkalite.cli.app import run
 
     return run(arguments)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import socket
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,6 +95,57 @@ def test_starts_and_answers_api_versions(fresh_broker: Callable[..., BrokerProce
     record_property("startup_ms", round(elapsed_ms))
     with capsys.disabled():  # reported, never asserted: timings are not test outcomes
         print(f"\n[startup] spawn -> first ApiVersions answer: {elapsed_ms:.0f} ms")
+
+
+# What a bare start loads: the code of APIs no client asked for stays on disk.
+NOT_IMPORTED_BY_A_BARE_START = (
+    "kafkalite.broker.core.group", "kafkalite.broker.core.share.manager", "kafkalite.broker.security",
+    "kafkalite.broker.admin", "kafkalite.client", "kafkalite.cli.app", "click",
+)
+
+
+def test_a_bare_start_imports_only_what_the_first_answer_needs(tmp_path: Path, wait_until: WaitUntil) -> None:
+    """With an empty data directory and a PLAINTEXT listener, a start and an ApiVersions answer import
+    the ApiVersions handler and its messages, and no other handler, message or room of rarer APIs."""
+    from tests.integration.conftest import REPO_ROOT
+
+    port = free_port()
+    # the broker's own entry, and at its exit (SIGTERM stops it cleanly) the names of every module loaded;
+    # the import of the rest ahead of use, half a second after the start, is put off for the test
+    script = ("import atexit, sys\n"
+              "atexit.register(lambda: print(*sorted(sys.modules), sep='\\n', file=sys.stderr))\n"
+              "import kafkalite.broker.server\n"
+              "kafkalite.broker.server.WARM_UP_DELAY_S = 3600\n"
+              "from kafkalite.cli import main\n"
+              "sys.exit(main(sys.argv[1:]))\n")
+    command = [sys.executable, "-c", script, "serve", "--port", str(port),
+               "--listeners", f"PLAINTEXT://127.0.0.1:{port}", "--data-dir", str(tmp_path / "data")]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        def round_trip() -> ApiVersionsResponse | None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S) as connection:
+                    return api_versions(connection, version=0)
+            except ConnectionRefusedError:
+                assert process.poll() is None, "the broker exited"
+                return None
+
+        response = wait_until(round_trip, 20.0, "the broker never answered ApiVersions", interval=0.005)
+        assert isinstance(response, ApiVersionsResponse) and len(response.api_keys) > 50
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=30)
+    assert process.returncode == 0, errors.decode()
+    modules = set(errors.decode().split())
+    assert "kafkalite.broker.server" in modules
+    assert sorted(name for name in modules if name.startswith("kafkalite.broker.handlers.")) == [
+        "kafkalite.broker.handlers.api_versions", "kafkalite.broker.handlers.registry"]
+    assert sorted(name for name in modules if name.startswith("kafkalite.protocol.messages.")) == [
+        f"kafkalite.protocol.messages.{name}"
+        for name in ("api_versions_request", "api_versions_response",
+                     "fetch_request",  # core.fetch_sessions names it (for its annotations)
+                     "request_header", "response_header")]
+    assert sorted(name for name in modules if name.startswith(NOT_IMPORTED_BY_A_BARE_START)) == []
 
 
 def test_sigterm_exits_zero_and_leaves_the_clean_shutdown_marker(fresh_broker: Callable[..., BrokerProcess]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
 from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.core.cluster import Cluster, Endpoint
 from kafkalite.broker.handlers.registry import HANDLERS, RequestContext

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
 from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.core.cluster import Cluster, Endpoint
 from kafkalite.broker.handlers.registry import HANDLERS, RequestContext

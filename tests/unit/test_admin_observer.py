@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 import pytest
 
-import kafkalite.broker.handlers  # noqa: F401  (registers the handlers)
 from kafkalite.broker.admin import parse_address
 from kafkalite.broker.admin.observer import RequestObserver
 from kafkalite.broker.admin.records import browse, describe_bytes

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
 from kafkalite.broker.config import BrokerConfig, ConfigSource
 from kafkalite.broker.core.cluster import Cluster, Endpoint
 from kafkalite.broker.core.dynamic_configs import DYNAMIC_CONFIGS_FILE

@@ -251,9 +251,9 @@ def test_crash_recovery_starts_at_the_recovery_point(tmp_path: Path, monkeypatch
     scanned: list[int] = []
     original = FileSegment.recover
 
-    def spy(segment: FileSegment, index_interval_bytes: int) -> object:
+    def spy(segment: FileSegment, index_interval_bytes: int, recovery_point: int | None = None) -> object:
         scanned.append(segment.base_offset)
-        return original(segment, index_interval_bytes)
+        return original(segment, index_interval_bytes, recovery_point)
 
     monkeypatch.setattr(FileSegment, "recover", spy)
     reopened = manager(tmp_path, config)
@@ -440,3 +440,123 @@ def test_a_checkpoint_that_could_not_be_written_is_retried(
     log_manager.run_periodic(T0 + 3)  # nothing changed since: the failed write is retried all the same
     assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("orders", 0): 1}
     log_manager.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# What opening reads of the segment files
+
+
+def log_file_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Every ``os.pread`` of a ``.log`` file from now on, as (file name, bytes read)."""
+    import os
+
+    reads: list[tuple[str, int]] = []
+    original = os.pread
+
+    def pread(fd: int, length: int, offset: int) -> bytes:
+        data = original(fd, length, offset)
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if name.endswith(".log"):
+            reads.append((Path(name).name, len(data)))
+        return data
+
+    monkeypatch.setattr(os, "pread", pread)
+    return reads
+
+
+def write_log(tmp_path: Path, config: LogConfig, batches: int, flush_after: int | None = None) -> int:
+    """``batches`` batches of 3 records of 100 bytes (flushed after ``flush_after``); the batch size."""
+    log_manager = manager(tmp_path, config)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    for index in range(batches):
+        partition_log.append(make_batch(3, timestamp=T0 + index, value_size=100), T0)
+        if flush_after is not None and index + 1 == flush_after:
+            partition_log.flush(T0)
+    log_manager.close(clean=flush_after is None)
+    return len(make_batch(3, value_size=100))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads are attributed to files through /proc")
+def test_opening_after_a_clean_shutdown_reads_only_batch_headers(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The segments are trusted; the last one's end is found by walking the headers of the batches after
+    its last index entry, never their records."""
+    size = write_log(tmp_path, LogConfig(segment_bytes=20_000, index_interval_bytes=1000), 200)
+    reads = log_file_reads(monkeypatch)
+    reopened = manager(tmp_path, LogConfig(segment_bytes=20_000, index_interval_bytes=1000))
+    partition_log = reopened.get_log("orders", 0)
+    assert partition_log is not None and partition_log.log_end_offset == 600
+    assert partition_log.segment_count() > 3
+    last = f"{partition_log.segment_base_offsets()[-1]:020d}.log"
+    assert reads and {name for name, _ in reads} == {last}
+    assert all(length == 43 for _, length in reads)  # one batch header each
+    assert len(reads) <= 1000 // size + 2  # the batches after the last index entry
+    monkeypatch.undo()
+    assert offsets_in(reopened) == list(range(600))
+    reopened.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads are attributed to files through /proc")
+def test_crash_recovery_validates_only_what_follows_the_recovery_point(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recovery point in the middle of a segment: validation starts at the last indexed batch below it."""
+    config = LogConfig(index_interval_bytes=1000)
+    size = write_log(tmp_path, config, 100, flush_after=90)  # one segment, recovery point 270
+    reads = log_file_reads(monkeypatch)
+    import os
+
+    synced: list[str] = []
+    original_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        original_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    reopened = manager(tmp_path, config)
+    monkeypatch.undo()
+    assert f"{0:020d}.log" in synced  # what was validated is made durable before the checkpoint says so
+    partition_log = reopened.get_log("orders", 0)
+    assert partition_log is not None and partition_log.log_end_offset == 300
+    read_bytes = sum(length for _, length in reads)
+    # the unflushed ten batches, and at most an index interval and a batch before them
+    assert 10 * size <= read_bytes <= 10 * size + 1000 + 2 * size + 43
+    assert offsets_in(reopened) == list(range(300))
+    index = (tmp_path / "orders-0" / f"{0:020d}.index").read_bytes()
+    time_index = (tmp_path / "orders-0" / f"{0:020d}.timeindex").read_bytes()
+    reopened.close()
+
+    # the same indexes as a recovery of the whole segment builds
+    write_log(tmp_path / "whole", config, 100, flush_after=90)
+    write_offset_checkpoint(tmp_path / "whole" / "recovery-point-offset-checkpoint", {("orders", 0): 0})
+    whole = manager(tmp_path / "whole", config)
+    assert (tmp_path / "whole" / "orders-0" / f"{0:020d}.index").read_bytes() == index
+    assert (tmp_path / "whole" / "orders-0" / f"{0:020d}.timeindex").read_bytes() == time_index
+    whole.close()
+
+
+def test_crash_recovery_truncates_a_torn_tail_after_the_recovery_point(tmp_path: Path) -> None:
+    config = LogConfig(index_interval_bytes=1000)
+    size = write_log(tmp_path, config, 100, flush_after=90)
+    log_file = segment_path(tmp_path, 0)
+    with open(log_file, "r+b") as file:
+        file.truncate(95 * size + size // 2)  # batch 95 torn, 96-99 gone
+    reopened = manager(tmp_path, config)
+    assert reopened.get_log("orders", 0).log_end_offset == 285  # type: ignore[union-attr]
+    assert log_file.stat().st_size == 95 * size
+    assert offsets_in(reopened) == list(range(285))
+    reopened.close()
+
+
+def test_crash_recovery_validates_the_whole_segment_when_its_index_is_not_usable(tmp_path: Path) -> None:
+    config = LogConfig(index_interval_bytes=1000)
+    size = write_log(tmp_path, config, 100, flush_after=90)
+    index_file = segment_path(tmp_path, 0, suffix=".index")
+    entries = index_file.read_bytes()
+    index_file.write_bytes(entries[:8] + entries[:8] + entries[16:])  # keys no longer increase
+    with open(segment_path(tmp_path, 0), "r+b") as file:  # and a batch below the recovery point is damaged
+        file.seek(5 * size + 70)
+        file.write(b"\xff")
+    reopened = manager(tmp_path, config)
+    assert reopened.get_log("orders", 0).log_end_offset == 15  # type: ignore[union-attr]
+    reopened.close()

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-import kafkalite.broker.handlers  # noqa: F401  (registers every handler)
 from kafkalite.broker.handlers.registry import HANDLERS
 from kafkalite.broker.quotas import ConnectionQuotas
 from kafkalite.broker.security.connection import ListenerSecurity, SecureConnection

@@ -20,7 +20,16 @@ collaborators (nothing below this module imports it):
   transaction's offsets commit or abort;
 * ``dynamic_configs`` (``dynamic_configs.DynamicConfigs``): dynamic broker configs, client-metrics
   subscriptions and group configs, kept in the data directory; a broker config change calls
-  ``broker_config_changed``.
+  ``broker_config_changed``;
+* ``scram_credentials`` and ``acls`` (``kafkalite.broker.security``): users' SCRAM credentials and the
+  ACL bindings, each kept in a file of the data directory.
+
+Built when first used: the group coordinator, the share partitions, the SCRAM credentials and the
+ACLs (with their modules), so that a broker answers its first request without loading rooms no
+client has used yet. ``open`` builds the group coordinator and the share partitions at once when
+their internal topic exists, so what was stored is replayed and its timers armed at start, as
+before; without the topic there is nothing to replay and no timer to arm, and the first request
+that reaches one builds it (empty) then. ``periodic`` and ``close`` leave alone what was never built.
 
 Nothing here touches sockets; ``kafkalite.broker.server`` opens and closes it and calls ``periodic``
 from a timer. Settings that requests read on every call are resolved here once (``flush_on_ack``,
@@ -32,9 +41,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import BrokerConfig, read_properties
 from kafkalite.broker.core.coordinator_log import (
@@ -45,21 +56,23 @@ from kafkalite.broker.core.coordinator_log import (
 )
 from kafkalite.broker.core.dynamic_configs import DynamicConfigs
 from kafkalite.broker.core.fetch_sessions import FetchSessionCache
-from kafkalite.broker.core.group.coordinator import GroupCoordinator
-from kafkalite.broker.core.group.share_rebalance import ShareStateListener
-from kafkalite.broker.core.group.store import GroupSettings
-from kafkalite.broker.core.group.timers import Timers
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
 from kafkalite.broker.core.log_cleaner import CleanerSettings, LogCleaner
-from kafkalite.broker.core.share.config import ShareSettings
-from kafkalite.broker.core.share.manager import SharePartitionManager
 from kafkalite.broker.core.topics import TopicManager, log_config
 from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
 from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
 from kafkalite.broker.limits import segment_file_budget
-from kafkalite.broker.security.acls import AclStore
-from kafkalite.broker.security.scram import ScramCredentials
+
+if TYPE_CHECKING:
+    from kafkalite.broker.core.group.coordinator import GroupCoordinator
+    from kafkalite.broker.core.group.share_rebalance import ShareStateListener
+    from kafkalite.broker.core.group.store import GroupSettings
+    from kafkalite.broker.core.group.timers import Timers
+    from kafkalite.broker.core.share.config import ShareSettings
+    from kafkalite.broker.core.share.manager import SharePartitionManager
+    from kafkalite.broker.security.acls import AclStore
+    from kafkalite.broker.security.scram import ScramCredentials
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -89,6 +102,7 @@ class Cluster:
         self.fetch_max_bytes = config.get_int("fetch.max.bytes")
         self.verify_transactions = config.get_bool("transaction.partition.verification.enable")
         self.log_dirs: list[Path] = config.log_dirs()
+        self._opened = False  # open() has run: a manager built from now on replays its state as it is built
         self.log_manager = LogManager(data_dir, log_config(config.topic_settings()), extra_dirs=self.log_dirs[1:],
                                       retention_check_interval_ms=config.get_int("log.retention.check.interval.ms"),
                                       initial_task_delay_ms=config.get_int("log.initial.task.delay.ms"),
@@ -101,29 +115,75 @@ class Cluster:
         self.transaction_log = CoordinatorLog(self.topics, TRANSACTION_STATE_TOPIC,
                                               config.get_int("transaction.state.log.num.partitions"),
                                               config.get_int("transaction.state.log.segment.bytes"))
-        share_settings = config.settings(ShareSettings)
-        self.share_state_log = CoordinatorLog(self.topics, SHARE_GROUP_STATE_TOPIC,
-                                              share_settings.state_topic_partitions,
-                                              share_settings.state_topic_segment_bytes)
-        self.share_partitions = self.build_share_partition_manager()
-        self.group_coordinator = self.build_group_coordinator()
         self.transactions = self.build_transaction_coordinator()
         self.dynamic_configs = DynamicConfigs(config, self.node_id, data_dir, self.broker_config_changed)
-        self.scram_credentials = ScramCredentials(data_dir)  # scram-credentials.json
-        self.acls = AclStore(data_dir)  # acls.json
+
+    # built when first used (see the module docstring) -----------------------------------------
+    @cached_property
+    def group_coordinator(self) -> GroupCoordinator:
+        coordinator = self.build_group_coordinator()
+        if self._opened:
+            coordinator.open()
+        return coordinator
+
+    @cached_property
+    def share_state_log(self) -> CoordinatorLog:
+        """``__share_group_state``, as the share settings shape it."""
+        from kafkalite.broker.core.share.config import ShareSettings
+
+        share_settings = self.config.settings(ShareSettings)
+        return CoordinatorLog(self.topics, SHARE_GROUP_STATE_TOPIC, share_settings.state_topic_partitions,
+                              share_settings.state_topic_segment_bytes)
+
+    @cached_property
+    def share_partitions(self) -> SharePartitionManager:
+        manager = self.build_share_partition_manager()
+        if self._opened:
+            manager.open()
+        return manager
+
+    @cached_property
+    def scram_credentials(self) -> ScramCredentials:
+        """Users' SCRAM credentials (scram-credentials.json)."""
+        from kafkalite.broker.security.scram import ScramCredentials
+
+        credentials = ScramCredentials(self.data_dir)
+        credentials.load()
+        return credentials
+
+    @cached_property
+    def acls(self) -> AclStore:
+        """The ACL bindings (acls.json)."""
+        from kafkalite.broker.security.acls import AclStore
+
+        store = AclStore(self.data_dir)
+        store.load()
+        return store
+
+    def _built(self, name: str) -> bool:
+        """Whether the manager ``name`` (a cached property above) was built."""
+        return name in self.__dict__
 
     def build_group_coordinator(self, timers: Timers | None = None, settings: GroupSettings | None = None,
                                 share_state: ShareStateListener | None = None) -> GroupCoordinator:
         """A group coordinator on this cluster's topics, telling ``share_partitions`` about share group
         membership (tests pass a manual clock, settings and another share-state listener)."""
+        from kafkalite.broker.core.group.coordinator import GroupCoordinator
+        from kafkalite.broker.core.group.store import GroupSettings
+
+        if share_state is None:
+            share_state = _ShareStateOf(lambda: self.share_partitions)
         return GroupCoordinator(self.topics, self.offsets_log,
                                 settings if settings is not None else self.config.settings(GroupSettings), timers,
-                                share_state if share_state is not None else self.share_partitions)
+                                share_state)
 
     def build_share_partition_manager(self, timers: Timers | None = None,
                                       settings: ShareSettings | None = None) -> SharePartitionManager:
         """Share partitions on this cluster's topics, with each group's configs from ``dynamic_configs``
         (tests pass a manual clock and settings)."""
+        from kafkalite.broker.core.share.config import ShareSettings
+        from kafkalite.broker.core.share.manager import SharePartitionManager
+
         return SharePartitionManager(self.topics, self.share_state_log,
                                      settings if settings is not None else self.config.settings(ShareSettings),
                                      lambda group_id: self.dynamic_configs.group_configs(group_id), timers)
@@ -153,22 +213,30 @@ class Cluster:
         return self.endpoints[0]
 
     def open(self) -> None:
-        """Load the data directory: identity, logs, topics. Recovery happens here."""
+        """Load the data directory: identity, logs, topics, and replay the internal topics that exist.
+        Recovery happens here."""
         self.cluster_id = self._load_identity()
         self.dynamic_configs.load()
-        self.scram_credentials.load()
-        self.acls.load()
         self.broker_config_changed()
         self.log_manager.open()
         self.topics.load()
-        self.share_partitions.open()
-        self.group_coordinator.open()
+        self._opened = True
+        if self._built("share_partitions"):
+            self.share_partitions.open()
+        elif self.topics.get(SHARE_GROUP_STATE_TOPIC) is not None:
+            _ = self.share_partitions  # built and replayed now
+        if self._built("group_coordinator"):
+            self.group_coordinator.open()
+        elif self.topics.get(OFFSETS_TOPIC) is not None:
+            _ = self.group_coordinator
         self.transactions.open()
 
     def close(self, clean: bool = True) -> None:
         self.log_cleaner.stop()
-        self.group_coordinator.close()
-        self.share_partitions.close()
+        if self._built("group_coordinator"):
+            self.group_coordinator.close()
+        if self._built("share_partitions"):
+            self.share_partitions.close()
         self.transactions.close(clean=clean)
         self.log_manager.close(clean=clean)
 
@@ -192,8 +260,10 @@ class Cluster:
         """Timer work: retention (when its check is due), time-based segment rolls and flushes, group,
         share-partition and transaction timers."""
         self.log_manager.run_periodic(now_ms)
-        self.group_coordinator.periodic(now_ms)
-        self.share_partitions.periodic(now_ms)
+        if self._built("group_coordinator"):
+            self.group_coordinator.periodic(now_ms)
+        if self._built("share_partitions"):
+            self.share_partitions.periodic(now_ms)
         self.transactions.periodic(now_ms)
 
     # identity --------------------------------------------------------------------------------
@@ -223,3 +293,25 @@ def _new_cluster_id() -> str:
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+class _ShareStateOf:
+    """The group coordinator's ``ShareStateListener``: the cluster's share partitions, built on the first
+    call (only share groups make one)."""
+
+    __slots__ = ("_listener",)
+
+    def __init__(self, listener: Callable[[], ShareStateListener]) -> None:
+        self._listener = listener
+
+    def initialize(self, group_id: str, partitions: Iterable[tuple[uuid.UUID, int]]) -> None:
+        self._listener().initialize(group_id, partitions)
+
+    def member_fenced(self, group_id: str, member_id: str) -> None:
+        self._listener().member_fenced(group_id, member_id)
+
+    def group_deleted(self, group_id: str) -> None:
+        self._listener().group_deleted(group_id)
+
+    def group_timeouts(self, group_id: str) -> tuple[int, int]:
+        return self._listener().group_timeouts(group_id)

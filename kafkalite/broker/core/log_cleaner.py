@@ -27,15 +27,18 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import config_field
-from kafkalite.broker.core.log.cleaner import MAP_ENTRY_BYTES, Cleaner, Step
 from kafkalite.broker.core.log.manager import LogManager
 from kafkalite.broker.core.log.partition_log import SegmentedLog
 from kafkalite.broker.core.partition import Partition
 from kafkalite.broker.core.topics import TopicManager
 
 log = logging.getLogger("kafkalite.log_cleaner")
+
+if TYPE_CHECKING:  # the cleaning itself is imported when a partition is first cleaned
+    from kafkalite.broker.core.log.cleaner import Cleaner
 
 __all__ = ["CleanerSettings", "LogCleaner", "Dirtiness"]
 
@@ -61,6 +64,8 @@ class CleanerSettings:
     @property
     def map_capacity(self) -> int:
         """Keys the offset map may hold: the dedupe buffer's share of memory at its load factor."""
+        from kafkalite.broker.core.log.cleaner import MAP_ENTRY_BYTES
+
         return max(1, int(self.dedupe_buffer_size * self.io_buffer_load_factor) // MAP_ENTRY_BYTES)
 
 
@@ -168,6 +173,8 @@ class LogCleaner:
         partition, cleaner = running.partition, running.cleaner
         if partition.deleted or id(partition.log) != id(cleaner.log):
             cleaner.abandon("the partition was deleted or moved")
+        from kafkalite.broker.core.log.cleaner import Step
+
         step = cleaner.step(time.perf_counter() + budget_s)
         if step is Step.WAITING:
             return _WAIT_S
@@ -177,6 +184,8 @@ class LogCleaner:
         return 0.0
 
     def _start(self, partition: Partition, dirtiness: Dirtiness, now_ms: int) -> _Running:
+        from kafkalite.broker.core.log.cleaner import Cleaner
+
         partition_log = partition.log
         assert isinstance(partition_log, SegmentedLog)
         producer_state = partition.producer_state

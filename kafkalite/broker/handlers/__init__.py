@@ -1,15 +1,7 @@
-"""One thin module per API key; importing this package registers every handler.
+"""One thin module per API key, each imported when its API is first asked for.
 
 Each module in this package registers its API with ``@handles`` from ``registry`` when it is
-imported. The loop below imports them all (sorted by name, ``registry`` itself skipped), so adding a
-handler is adding a module: there is no list to keep in sync.
+imported, and ``registry.SERVED`` names the module of each API key, so ``registry.HANDLERS`` can
+import a handler on the first request of its API rather than all of them at start. Adding a handler
+is adding a module and its line in ``SERVED`` (``handles`` refuses a module the table does not list).
 """
-
-from __future__ import annotations
-
-import importlib
-import pkgutil
-
-for _module in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
-    if _module.name != "registry":
-        importlib.import_module(f"{__name__}.{_module.name}")

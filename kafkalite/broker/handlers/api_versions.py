@@ -1,6 +1,8 @@
 """ApiVersions (API key 18), v0-4: every API this broker serves, with its version range.
 
-The list is built from the handler registry, so what is advertised is exactly what is served.
+The list is the handler registry's table of served APIs (``registry.SERVED``, which every handler
+module must agree with), so what is advertised is exactly what is served, and answering it imports
+no other handler.
 v3+ requests carry the client's software name and version (KIP-511); like Kafka, a value that does
 not match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?`` is answered with INVALID_REQUEST
 (librdkafka sanitises its strings to that pattern; kafka-python and the Java client send plain
@@ -16,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext, handles
+from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext, handles, served_versions
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkalite.protocol.messages.api_versions_response import ApiVersion
@@ -35,8 +37,8 @@ def api_versions_response(
     handlers: Mapping[int, ApiHandler] = HANDLERS, error_code: int = ErrorCode.NONE
 ) -> ApiVersionsResponse:
     """A response listing every registered API key with its min and max version, by API key."""
-    api_keys = [ApiVersion(api_key=handler.api_key, min_version=handler.min_version, max_version=handler.max_version)
-                for _, handler in sorted(handlers.items())]
+    api_keys = [ApiVersion(api_key=api_key, min_version=low, max_version=high)
+                for api_key, low, high in served_versions(handlers)]
     return ApiVersionsResponse(error_code=error_code, api_keys=api_keys, throttle_time_ms=0)
 
 

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import pairwise, takewhile
 from pathlib import Path
 from typing import Final
 
@@ -61,6 +62,10 @@ __all__ = ["DiskLog", "FileSegment", "RecoveryOutcome", "file_batches"]
 _BATCH_LENGTH: Final = struct.Struct(">i")  # at byte 8 of every batch (LOG_OVERHEAD framing)
 _BASE_OFFSET: Final = struct.Struct(">q")  # bytes 0..8 of every batch
 _SPAN: Final = struct.Struct(">qi11xi")  # base offset, batch length, (11 bytes), last offset delta
+# base offset, batch length, (leader epoch), magic, (crc, attributes), last offset delta, (first timestamp),
+# max timestamp: the first 43 bytes of a magic-2 batch
+_HEAD: Final = struct.Struct(">qi4xb6xi8xq")
+_MIN_BATCH_LENGTH: Final = 49  # a magic-2 batch header without its LOG_OVERHEAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,11 +193,11 @@ class FileSegment(LogSegment):
             return True
         start = last_offset_entry[1] if last_offset_entry is not None else 0
         try:
-            for _, batch in file_batches(self._file, start, self.size, _MIN_BLOCK):
-                self.next_offset = batch.last_offset + 1
-                if batch.max_timestamp > self.max_timestamp:  # the active segment's time index lags
-                    self.max_timestamp = batch.max_timestamp
-                    self.offset_of_max_timestamp = batch.last_offset
+            for last_offset, max_timestamp in self._headers_from(start):
+                self.next_offset = last_offset + 1
+                if max_timestamp > self.max_timestamp:  # the active segment's time index lags
+                    self.max_timestamp = max_timestamp
+                    self.offset_of_max_timestamp = last_offset
         except CorruptRecordError as exc:
             log.warning("Recovering %s although it was closed cleanly: %s", self.log_path, exc)
             self.recover(index_interval_bytes)
@@ -200,11 +205,66 @@ class FileSegment(LogSegment):
         self._bytes_since_index_entry = self.size - start if last_offset_entry is not None else self.size
         return True
 
-    def recover(self, index_interval_bytes: int) -> RecoveryOutcome:
-        """Validate every batch, rebuild both indexes, and cut the file at the first bad batch.
+    def _headers_from(self, position: int) -> Iterator[tuple[int, int]]:
+        """(last offset, max timestamp) of each batch from ``position`` to the end of the file, read from
+        the batch headers alone (one 43-byte ``pread`` each; bodies are skipped, CRCs not checked). Stops
+        quietly at a partial batch at the end; a bad length or magic is :class:`CorruptRecordError`."""
+        descriptor = self._file.descriptor()
+        while self.size - position >= LOG_OVERHEAD:
+            head = os.pread(descriptor, _HEAD.size, position)
+            if len(head) < _HEAD.size:
+                return
+            base_offset, length, magic, last_offset_delta, max_timestamp = _HEAD.unpack(head)
+            if length < _MIN_BATCH_LENGTH or magic != 2:
+                raise CorruptRecordError(f"batch at byte {position} has length {length} and magic {magic}")
+            if position + length + LOG_OVERHEAD > self.size:
+                return
+            yield base_offset + last_offset_delta, max_timestamp
+            position += length + LOG_OVERHEAD
+
+    def _trusted_prefix(self, recovery_point: int) -> tuple[_BatchSpan, list[tuple[int, int]],
+                                                            list[tuple[int, int]]] | None:
+        """After a crash, where this segment's validation may start: after the batch of the last offset
+        index entry whose batch ends below ``recovery_point``. That batch, the ones before it and their
+        index entries were fsynced when the recovery point moved past them. Returns that batch and the
+        offset and time index entries up to it, or None (nothing below the recovery point is indexed, or
+        the indexes do not hold together) to validate the whole segment."""
+        last_trusted = recovery_point - 1 - self.base_offset  # relative last offset of a trusted batch
+        if last_trusted < 0:
+            return None
+        try:
+            self.offset_index.sanity_check()
+            self.time_index.sanity_check()
+            offsets = self.offset_index.entries()
+            times = self.time_index.entries()
+        except (IndexCorrupt, OSError):
+            return None
+        kept: list[tuple[int, int]] = []
+        for key, position in offsets:
+            if key > last_trusted:
+                break
+            if kept and (key <= kept[-1][0] or position <= kept[-1][1]):
+                return None  # not in order: not an index to trust
+            kept.append((key, position))
+        if not kept or not 0 <= kept[-1][1] < self.size:
+            return None
+        key, position = kept[-1]
+        span = self._header_at(position)
+        if span is None or span.last_offset != self.base_offset + key:
+            return None
+        kept_times = list(takewhile(lambda entry: entry[1] <= key, times))
+        if any(later[0] <= earlier[0] or later[1] < earlier[1] for earlier, later in pairwise(kept_times)):
+            return None
+        return span, kept, kept_times
+
+    def recover(self, index_interval_bytes: int, recovery_point: int | None = None) -> RecoveryOutcome:
+        """Validate the batches, rebuild both indexes, and cut the file at the first bad batch.
 
         A batch is good if it frames (length, magic 2), its CRC-32C matches, its offsets move forward
-        from the segment's base offset and fit the index's relative offsets.
+        from the segment's base offset and fit the index's relative offsets. With ``recovery_point``
+        (after a crash), what lies wholly below it is trusted where the indexes say where it ends
+        (``_trusted_prefix``): validation starts after the batch of the last index entry below it, and
+        the index entries up to there are kept. ``valid_bytes`` counts from the start of the file.
         """
         offset_entries: list[tuple[int, int]] = []
         time_entries: list[tuple[int, int]] = []
@@ -216,8 +276,21 @@ class FileSegment(LogSegment):
         valid = 0
         reason: str | None = None
         expected_offset = self.base_offset
+        start = 0
+        kept_offsets = kept_times = -1  # how many of the index files' entries stay (-1: rewrite them)
+        prefix = None if recovery_point is None else self._trusted_prefix(recovery_point)
+        if prefix is not None:
+            # Resume as the appends left it just after the trusted batch was written and indexed.
+            trusted, offset_entries, time_entries = prefix
+            kept_offsets, kept_times = len(offset_entries), len(time_entries)
+            start = valid = trusted.position + trusted.size
+            bytes_since_entry = trusted.size
+            expected_offset = self.next_offset = trusted.last_offset + 1
+            if time_entries:
+                self.max_timestamp = time_entries[-1][0]
+                self.offset_of_max_timestamp = self.base_offset + time_entries[-1][1]
         try:
-            for position, batch in file_batches(self._file, 0, self.size, 1024 * 1024):
+            for position, batch in file_batches(self._file, start, self.size, 1024 * 1024):
                 batch.validate_crc()
                 if batch.base_offset < expected_offset:
                     raise CorruptRecordError(f"base offset {batch.base_offset} is below {expected_offset}")
@@ -242,11 +315,17 @@ class FileSegment(LogSegment):
         if truncated:
             os.ftruncate(self._file.descriptor(), valid)
             self.size = valid
-            self._log_writes += 1
+        # What was validated may still be only in the page cache (the process died, not the machine):
+        # the next flush fsyncs the file before the recovery point moves past it.
+        self._log_writes += 1
         if self.max_timestamp >= 0 and (not time_entries or self.max_timestamp > time_entries[-1][0]):
             time_entries.append((self.max_timestamp, self.offset_of_max_timestamp - self.base_offset))
-        self.offset_index.replace(offset_entries)
-        self.time_index.replace(time_entries)
+        if kept_offsets < 0:
+            self.offset_index.replace(offset_entries)
+            self.time_index.replace(time_entries)
+        else:
+            self.offset_index.keep_and_append(kept_offsets, offset_entries[kept_offsets:])
+            self.time_index.keep_and_append(kept_times, time_entries[kept_times:])
         self._bytes_since_index_entry = bytes_since_entry
         return RecoveryOutcome(valid, truncated, reason)
 
@@ -448,10 +527,13 @@ class DiskLog(SegmentedLog):
         clean_shutdown: bool,
         now_ms: int | None = None,
         files: OpenFiles | None = None,
+        flush: bool = True,
     ) -> DiskLog:
         """Open the segments in ``directory``; after an unclean shutdown, recover from ``recovery_point``.
 
-        Logs one INFO line per partition that needed recovery, saying what was truncated.
+        Logs one INFO line per partition that needed recovery, saying what was truncated. What was
+        validated is fsynced before this returns, unless ``flush`` is False (the log manager fsyncs
+        the logs it loads all together): then the recovery point stays where it was until a flush.
         """
         now = wall_clock_ms() if now_ms is None else now_ms
         disk_log = cls(directory, config, now, files)
@@ -461,12 +543,13 @@ class DiskLog(SegmentedLog):
             disk_log._log_start_offset = disk_log._recovery_point = max(log_start_offset, 0)
             return disk_log
         recovered: list[str] = []
+        rebuilt = False  # an index rebuilt: a file may have been created in the directory
         for index, base_offset in enumerate(base_offsets):
             segment = FileSegment(directory, base_offset, now, create=False, files=disk_log._files)
             following = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
             expected_start = disk_log._segments[-1].next_offset if disk_log._segments else base_offset
             if clean_shutdown or (following is not None and following <= recovery_point):
-                segment.load_trusted(following, config.index_interval_bytes)
+                rebuilt |= not segment.load_trusted(following, config.index_interval_bytes)
                 disk_log._add_segment(segment)
                 continue
             if base_offset < expected_start:
@@ -479,7 +562,7 @@ class DiskLog(SegmentedLog):
                     f"deleted it and {len(base_offsets) - index - 1} later segment(s)"
                 )
                 break
-            outcome = segment.recover(config.index_interval_bytes)
+            outcome = segment.recover(config.index_interval_bytes, recovery_point)
             disk_log._add_segment(segment)
             if outcome.truncated_bytes:
                 later = base_offsets[index + 1 :]
@@ -495,10 +578,13 @@ class DiskLog(SegmentedLog):
             disk_log._log_start_offset = disk_log.log_end_offset
         if clean_shutdown:
             disk_log._recovery_point = disk_log.log_end_offset
+            if not rebuilt:  # every file was there and durable at the clean shutdown: no directory fsync due
+                disk_log._directory_synced = disk_log._directory_changes
         else:
             # What was just validated is made durable, so the recovery point can move to the end.
             disk_log._recovery_point = min(recovery_point, disk_log.log_end_offset)
-            disk_log.flush(now)
+            if flush:
+                disk_log.flush(now)
             log.info(
                 "Recovered %s from offset %d: %s; log end offset %d",
                 disk_log.name,
@@ -511,20 +597,24 @@ class DiskLog(SegmentedLog):
     def _scan_directory(self) -> list[int]:
         """Base offsets of the ``.log`` files; orphan index files are removed, and a swap of cleaned
         segments a crash interrupted is completed (or, before its commit point, discarded)."""
-        self._finish_swaps()
+        names = os.listdir(self.directory)  # one listing (a broker may load thousands of these)
+        if any(name.endswith((SWAP_SUFFIX, CLEANED_SUFFIX)) for name in names):
+            self._finish_swaps()
+            names = os.listdir(self.directory)
         bases: set[int] = set()
-        orphans: list[Path] = []
-        for path in self.directory.iterdir():
-            stem, suffix = path.stem, path.suffix
+        orphans: list[tuple[int, str]] = []
+        for name in names:
+            stem, _, rest = name.partition(".")
             if not (len(stem) == 20 and stem.isdigit()):
                 continue
+            suffix = "." + rest
             if suffix == LOG_SUFFIX:
                 bases.add(int(stem))
             elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                orphans.append(path)
-        for path in orphans:
-            if int(path.stem) not in bases:
-                path.unlink(missing_ok=True)
+                orphans.append((int(stem), name))
+        for base_offset, name in orphans:
+            if base_offset not in bases:
+                (self.directory / name).unlink(missing_ok=True)
         return sorted(bases)
 
     def _finish_swaps(self) -> None:

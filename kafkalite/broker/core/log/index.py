@@ -88,6 +88,11 @@ class _SparseIndex:
             values.append(value)
         return keys, values
 
+    def entries(self) -> list[tuple[int, int]]:
+        """Every entry, in file order (read from the file if not loaded yet)."""
+        keys, values = self._load()
+        return list(zip(keys, values, strict=True))
+
     def floor(self, key: int) -> tuple[int, int] | None:
         """The entry with the largest key <= ``key``, if any."""
         if self._count == 0:
@@ -129,6 +134,23 @@ class _SparseIndex:
         self._keys = array(self.KEY_TYPE, (key for key, _ in entries))
         self._values = array("i", (value for _, value in entries))
         self._count = len(entries)
+        self._dirty = True
+
+    def keep_and_append(self, keep: int, entries: list[tuple[int, int]]) -> None:
+        """Keep the file's first ``keep`` entries and write ``entries`` after them (the recovery of a
+        segment's tail: the entries below the recovery point stay as they are, and rewriting a file
+        from nothing costs the file system far more than cutting it)."""
+        self.close()
+        data = b"".join(self.ENTRY.pack(key, value) for key, value in entries)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, keep * self.ENTRY.size)
+            os.lseek(fd, 0, os.SEEK_END)
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        self._keys = self._values = None  # read again when a lookup needs them
+        self._count = keep + len(entries)
         self._dirty = True
 
     def sync_handle(self) -> int | None:

@@ -44,7 +44,8 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -82,6 +83,8 @@ PARTITION_METADATA: Final = "partition.metadata"
 _DELETE_SUFFIX: Final = "-delete"
 _FUTURE_SUFFIX: Final = "-future"
 _CHECKPOINT_VERSION: Final = 0
+CLOSE_THREADS: Final = 16  # threads that fsync the logs at a clean close
+CLOSE_DESCRIPTORS: Final = 512  # duplicated descriptors held at once while they do
 
 
 class LogManager:
@@ -140,6 +143,11 @@ class LogManager:
         self.had_clean_shutdown = all(clean)
         for future, topic_partition in futures:
             self._finish_move(future, topic_partition, configs, now)
+        # What recovery validated is made durable, all logs at once, so their recovery points can move
+        # to their ends in the checkpoint below.
+        failure = self._flush_many(self.logs.values(), lambda partition_log: partition_log.prepare_flush())
+        if failure is not None:
+            raise failure
         self.checkpoint(force=True)
         for root in self.log_dirs:
             (root / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
@@ -191,6 +199,7 @@ class LogManager:
                 clean_shutdown=clean_shutdown,
                 now_ms=now,
                 files=self.files,
+                flush=False,
             ))
             self._dir_of[topic_partition] = root
             self._note_topic_id(topic, directory)
@@ -543,7 +552,10 @@ class LogManager:
             self._checkpointed_offsets[key] = (entry.recovery_points[key], entry.log_start_offsets[key])
 
     def close(self, clean: bool = True) -> None:
-        """Close every log. ``clean``: flush each, checkpoint, then write the clean-shutdown marker."""
+        """Close every log. ``clean``: flush each (``_flush_for_close``), checkpoint, then write the
+        clean-shutdown marker."""
+        if clean:
+            self._flush_for_close()
         for partition_log in self.logs.values():
             partition_log.close(flush=clean)
         self.checkpoint(force=True)
@@ -552,6 +564,72 @@ class LogManager:
                 _write_durably(root / CLEAN_SHUTDOWN_FILE, b'{"version":"0","broker_epoch":"-1"}')
         self.logs.clear()
         self._dir_of.clear()
+
+
+    def _flush_for_close(self) -> None:
+        """The fsyncs of a clean close, many at a time (``_flush_many``): each log's files that are not
+        durable yet, its final time index entry written first; a log with nothing written since its last
+        flush has none."""
+        self._flush_many(self.logs.values(), lambda partition_log: partition_log.prepare_close())
+
+    def _flush_many(self, logs: Iterable[PartitionLog],
+                    prepare: Callable[[PartitionLog], PendingFlush | None]) -> OSError | None:
+        """``prepare`` each log on this thread and run the fsyncs on ``CLOSE_THREADS`` threads, in
+        batches of at most ``CLOSE_DESCRIPTORS`` duplicated descriptors (half the open-file budget when
+        that is smaller), then ``complete_flush`` each log here. An fsync waits on the disk, not on the
+        interpreter, and the file system commits the fsyncs that wait together in one go: one after
+        the other, 10,000 written partitions took minutes to close. A log whose fsync failed is left as
+        it was (its ``close(flush=True)`` tries again and raises, as a serial close would); the first
+        such failure is returned."""
+        limit = CLOSE_DESCRIPTORS if self.files.capacity is None else max(
+            8, min(CLOSE_DESCRIPTORS, self.files.capacity // 2))
+        pool: ThreadPoolExecutor | None = None
+        batch: list[tuple[PartitionLog, PendingFlush]] = []
+        held = 0
+        first_failure: OSError | None = None
+
+        def run_batch() -> None:
+            nonlocal pool, first_failure
+            if pool is None:
+                pool = ThreadPoolExecutor(max_workers=CLOSE_THREADS, thread_name_prefix="kafkalite-fsync")
+            failures = list(pool.map(_fsync_failure, [pending for _, pending in batch]))
+            for (partition_log, pending), failure in zip(batch, failures, strict=True):
+                if failure is None:
+                    partition_log.complete_flush(pending)
+                else:
+                    first_failure = first_failure or failure
+            batch.clear()
+
+        try:
+            for partition_log in logs:
+                pending = prepare(partition_log)
+                if pending is None:
+                    continue
+                if not pending.handles:
+                    partition_log.complete_flush(pending)
+                    continue
+                batch.append((partition_log, pending))
+                held += len(pending.handles)
+                if held >= limit:
+                    run_batch()
+                    held = 0
+            if batch:
+                run_batch()
+        finally:
+            for _, pending in batch:  # an exception above: release the descriptors taken
+                _fsync_failure(pending)
+            if pool is not None:
+                pool.shutdown(wait=True)
+        return first_failure
+
+
+def _fsync_failure(pending: PendingFlush) -> OSError | None:
+    """Run ``pending`` (on a pool thread); the OSError it raised, if any."""
+    try:
+        pending.run()
+    except OSError as exc:
+        return exc
+    return None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -236,6 +236,7 @@ class PartitionLog(Protocol):
     def segment_count(self) -> int: ...
     def segment_base_offsets(self) -> list[int]: ...
     def roll_deadline_ms(self) -> int | None: ...
+    def prepare_close(self) -> PendingFlush: ...
     def close(self, *, flush: bool = False) -> None: ...
     def delete(self) -> None: ...
 
@@ -649,6 +650,15 @@ class SegmentedLog(ABC):
         self._last_flush_ms = wall_clock_ms() if now_ms is None else now_ms
         if self.on_change is not None:
             self.on_change()
+
+    def prepare_close(self) -> PendingFlush:
+        """The fsyncs of a clean close, to run anywhere (the log manager closes many logs at once): the
+        active segment's final time index entry is written now, and after ``complete_flush`` a
+        ``close(flush=True)`` finds nothing left to fsync."""
+        self._segments[-1].on_roll()
+        first = self._segment_index_for(self._recovery_point)
+        handles, synced = self._sync_handles(self._segments[first:])
+        return PendingFlush(self.log_end_offset, self._unflushed_messages, handles, synced)
 
     def close(self, *, flush: bool = False) -> None:
         """Write the active segment's final time index entry and release files; with ``flush``, fsync
