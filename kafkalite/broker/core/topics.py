@@ -270,8 +270,10 @@ class TopicManager:
             reopened = self.log_manager.get_log(name, index)
             if reopened is not None:
                 partition.log = reopened
+                reopened.on_log_start_moved = partition.offsets_moved
             raise
         partition.log = moved
+        moved.on_log_start_moved = partition.offsets_moved
         partition.producer_state.directory = moved.directory
 
     def validate_configs(self, configs: Mapping[str, str]) -> None:
