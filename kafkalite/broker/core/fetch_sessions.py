@@ -282,9 +282,13 @@ class FetchPlan:
         session = self.session
         if session is None:
             return
+        before = len(session.to_visit)
         for wanted, settled in answered:
             if wanted.cached is not None:
                 session.settle(wanted.cached, settled)
+        if before >= 64 and len(session.to_visit) < before // 4:
+            # A set keeps its table when emptied, and walking it costs its old size: start a small one.
+            session.to_visit = set(session.to_visit)
 
 
 def plan_fetch(sessions: FetchSessionCache, topics: TopicManager, request: FetchRequest, version: int,
