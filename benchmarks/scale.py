@@ -13,8 +13,9 @@ the handler, the response encoded and written), over ``--requests`` requests:
 * Fetch v13, full (no session: every partition listed, nothing to read, max_wait_ms 0);
 * Fetch v13, incremental: a session is created by one full fetch, then each poll lists no partition
   (nothing changed, nothing to read): what an idle consumer sends while it polls;
-* the same with one record appended to one partition of the session before each poll (it is
-  answered with that record): a consumer of a topic where little happens.
+* the same with one record appended to one partition of the session before each poll, the poll
+  listing that partition at the record's offset (it is answered with that record): a consumer of
+  topics where little happens.
 """
 
 from __future__ import annotations
@@ -153,8 +154,12 @@ async def measure(partitions: int, requests: int, storage: str) -> dict[str, flo
     for _ in range(requests):
         builder = RecordBatchBuilder()
         builder.append(timestamp=0, key=None, value=b"x" * 100)
-        busy.append_internal(builder.build(), 0)
-        frame = encode_request(fetch_request(None, session_id, epoch[0]), FETCH_VERSION, 1, "scale")
+        offset = busy.append_internal(builder.build(), 0)
+        moved = FetchTopic(topic=topics[0][0], topic_id=topics[0][1], partitions=[
+            FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1048576)])
+        request = fetch_request(None, session_id, epoch[0])
+        request.topics = [moved]  # the consumer's new position there: only the new record is read
+        frame = encode_request(request, FETCH_VERSION, 1, "scale")
         epoch[0] += 1
         start = time.process_time()
         send(frame)
