@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,6 @@ TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
 
 def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  ) -> None:
-    fsynced: list[int] = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: fsynced.append(fd) or real_fsync(fd))
     log_manager = LogManager(tmp_path, LogConfig())
     log_manager.open(now_ms=T0)
     runner = DeferredRunner()
@@ -32,28 +30,47 @@ def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path,
     orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
     audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
     commit = GroupCommit(log_manager.background)
+    fsynced: list[int] = []  # the inode of each file fsynced
+    during_fsync: list[Callable[[], None]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        fsynced.append(os.fstat(fd).st_ino)
+        while during_fsync:
+            during_fsync.pop(0)()
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
 
     async def scenario() -> None:
         orders.append(make_batch(1), T0)
-        first = commit.durable(orders)
-        assert commit.rounds == 1 and len(runner.jobs) == 1  # a round starts at once
-        # While it runs, three more answers wait, on two logs: one round later covers them all.
+        first = [commit.durable(orders)]
+        assert commit.rounds == 1 and len(runner.jobs) == 1  # a round is handed over at once
         orders.append(make_batch(1), T0)
-        audit.append(make_batch(1), T0)
-        later = [commit.durable(orders), commit.durable(audit), commit.durable(orders)]
-        assert commit.rounds == 1 and not first.done() and not any(future.done() for future in later)
-        assert orders.recovery_point == 0
-        fsynced.clear()
+        first.append(commit.durable(orders))  # its fsyncs have not started: this answer joins it
+        assert commit.rounds == 1
+        later: list[asyncio.Future[OSError | None]] = []
+
+        def arrive() -> None:  # three answers ask while the first round's fsync runs, on two logs
+            orders.append(make_batch(1), T0)
+            audit.append(make_batch(1), T0)
+            later.extend([commit.durable(orders), commit.durable(audit), commit.durable(orders)])
+
+        during_fsync.append(arrive)
         work, then = runner.jobs.pop(0)
         work()
-        assert fsynced and not first.done()  # fsynced, released back on the loop
+        assert len(later) == 3 and commit.rounds == 2 and len(runner.jobs) == 1  # the next round, handed over
+        assert not any(future.done() for future in first)  # fsynced, released back on the loop
         then(None)
-        assert first.done() and first.result() is None and orders.recovery_point == 1
-        assert not any(future.done() for future in later)  # their bytes came after the first round's fsync
-        assert commit.rounds == 2 and len(runner.jobs) == 1  # the next round started when the first ended
+        assert all(future.done() and future.result() is None for future in first)
+        assert orders.recovery_point == 2  # what the first round decided: not the bytes that came during it
+        assert not any(future.done() for future in later)
+        fsynced.clear()
         runner.run_all()
+        # The three answers cost one fsync of each file of the two logs.
+        assert fsynced and len(fsynced) == len(set(fsynced))
         assert all(future.done() and future.result() is None for future in later)
-        assert (orders.recovery_point, audit.recovery_point) == (2, 1)
+        assert (orders.recovery_point, audit.recovery_point) == (3, 1)
         # Nothing new: durable already, answered without a round.
         again = commit.durable(orders)
         assert again.done() and again.result() is None and commit.rounds == 2
@@ -75,20 +92,22 @@ def test_a_failed_fsync_reaches_only_its_logs_answers(tmp_path: Path, monkeypatc
     async def scenario() -> None:
         orders.append(make_batch(1), T0)
         audit.append(make_batch(1), T0)
-        # The first round covers orders; audit waits for the second, whose fsyncs fail.
+        # One round for both logs; the fsync of audit's file fails.
         first = commit.durable(orders)
         second = commit.durable(audit)
-        work, then = runner.jobs.pop(0)
-        work()
-        then(None)
-        assert first.result() is None
+        assert commit.rounds == 1
         failing = OSError(5, "Input/output error")
+        real_fsync = os.fsync
+        audit_files = {os.stat(path).st_ino for path in (tmp_path / "audit-0").iterdir()}
 
         def broken(fd: int) -> None:
-            raise failing
+            if os.fstat(fd).st_ino in audit_files:
+                raise failing
+            real_fsync(fd)
 
         monkeypatch.setattr(os, "fsync", broken)
         runner.run_all()
+        assert first.result() is None and orders.recovery_point == 1
         assert second.result() is failing
         assert audit.recovery_point == 0  # not durable: nothing moved
 

@@ -186,6 +186,12 @@ class PendingFlush:
         self.handles = handles
         self.synced = synced or []
 
+    def discard(self) -> None:
+        """Close the descriptors without an fsync: this flush will not run (one decided later replaces it)."""
+        handles, self.handles = self.handles, []
+        for handle in handles:
+            os.close(handle)
+
     def run(self) -> None:
         """Fsync and close every descriptor. Thread-safe; call once."""
         handles, self.handles = self.handles, []
