@@ -12,7 +12,10 @@ the handler, the response encoded and written), over ``--requests`` requests:
 * Metadata v12 for every topic, and for one topic;
 * Fetch v13, full (no session: every partition listed, nothing to read, max_wait_ms 0);
 * Fetch v13, incremental: a session is created by one full fetch, then each poll lists no partition
-  (nothing changed, nothing to read): what an idle consumer sends while it polls.
+  (nothing changed, nothing to read): what an idle consumer sends while it polls;
+* the same with one record appended to one partition of the session before each poll, the poll
+  listing that partition at the record's offset (it is answered with that record): a consumer of
+  topics where little happens.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from kafkalite.protocol.framing import encode_request, parse_response_header  # 
 from kafkalite.protocol.messages import FetchRequest, FetchResponse, MetadataRequest  # noqa: E402
 from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic  # noqa: E402
 from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic  # noqa: E402
+from kafkalite.protocol.records import RecordBatchBuilder  # noqa: E402
 
 TOPICS = 10
 FETCH_VERSION = 13
@@ -143,6 +147,27 @@ async def measure(partitions: int, requests: int, storage: str) -> dict[str, flo
     if response.error_code != 0 or response.session_id != session_id:
         print(f"  (the incremental fetch was answered with error {response.error_code})")
     figures["Fetch, incremental (idle poll)"] = statistics.median(times)
+    busy = cluster.topics.partition(topics[0][0], 0)
+    assert busy is not None
+    times = []
+    for _ in range(requests):
+        builder = RecordBatchBuilder()
+        builder.append(timestamp=0, key=None, value=b"x" * 100)
+        offset = busy.append_internal(builder.build(), 0)
+        moved = FetchTopic(topic=topics[0][0], topic_id=topics[0][1], partitions=[
+            FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1048576)])
+        request = fetch_request(None, session_id, epoch[0])
+        request.topics = [moved]  # the consumer's new position there: only the new record is read
+        frame = encode_request(request, FETCH_VERSION, 1, "scale")
+        epoch[0] += 1
+        start = time.process_time()
+        send(frame)
+        await asyncio.sleep(0)
+        times.append(time.process_time() - start)
+    response = last_fetch()
+    if response.error_code != 0 or sum(len(t.partitions) for t in response.responses) != 1:
+        print(f"  (the incremental fetch after an append was answered with error {response.error_code})")
+    figures["Fetch, incremental (1 appended)"] = statistics.median(times)
     connection.close()
     cluster.close()
     shutil.rmtree(scratch, ignore_errors=True)

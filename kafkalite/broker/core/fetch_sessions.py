@@ -20,13 +20,41 @@ only what changed.
 Sessions are evicted least-recently-used when the cache holds ``max_sessions`` and dropped
 after ``idle_ms`` without use. Partitions are keyed by (topic name, partition) below v13 and by
 (topic id, partition) from v13 on; a session remembers both when it knows them.
+
+What an incremental fetch visits
+--------------------------------
+An idle consumer's poll must cost the same with 10 partitions in its session as with 10,000, so an
+incremental fetch does not look at every partition of its session. A partition is left out of an
+incremental answer exactly when it has no records to return at the remembered position, no error,
+and the high watermark, last stable offset and log start offset it last sent still hold. Each
+session keeps ``to_visit``: the partitions for which that may no longer be true, and a fetch reads
+only those plus the ones its request names, in the session's order (so the answer, the byte limits
+and KIP-74's "first batch whole" come out as they would if every partition were read).
+
+* Every partition of a session that resolves to a ``Partition`` carries a watcher on it (the
+  ``CachedPartition`` itself). An append, the partition's deletion, or a log start offset or last
+  stable offset moving without an append (retention, DeleteRecords, producer expiry) puts it in
+  ``to_visit``.
+* After an answer, a visited partition leaves ``to_visit`` when it was *settled*: no error and its
+  position at or past what a fetch of that isolation level may read (the high watermark, or the
+  last stable offset for read_committed). One with an error, or with records it could not return
+  (the response's byte limit), stays, as every new or repositioned partition does.
+* A request whose isolation level differs from the last one visits every partition once
+  (what "settled" means changed).
+
+A fetch with a session that must wait for ``min_bytes`` parks one waiter on the session instead of a
+listener on each partition; the watchers wake it on an append to any partition of the session, and
+the read that follows visits what changed meanwhile. Dropping a session (closed, evicted, expired)
+or a partition (forgotten) takes its watchers off the partitions.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafkalite.broker.core.partition import Partition
@@ -41,11 +69,17 @@ INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 
 PartitionKey = tuple[object, int]  # (topic name or topic id, partition index)
+_ORDER = operator.attrgetter("order")
+# A fetch parked on a session: (the session's partition, the Partition, appended bytes or 0 or OFFSETS_MOVED).
+SessionWaiter = Callable[["CachedPartition", Partition, int], None]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class CachedPartition:
-    """What the session remembers about one partition: the position and what was last sent."""
+    """What the session remembers about one partition: the position and what was last sent.
+
+    It is also the session's watcher on the partition (``watched``), called by the partition as
+    ``cached(partition, size)``."""
 
     topic: object  # name (str) or topic id (UUID), matching the session's key kind
     partition: int
@@ -56,6 +90,9 @@ class CachedPartition:
     high_watermark: int = -2
     last_stable_offset: int = -2
     log_start_offset: int = -2
+    order: int = 0  # its place in the session (partitions added later come later)
+    session: FetchSession | None = None
+    watched: Partition | None = None  # the partition this entry watches
 
     def must_send(self, high_watermark: int, last_stable_offset: int, log_start_offset: int,
                   has_records: bool, error: bool) -> bool:
@@ -72,13 +109,75 @@ class CachedPartition:
         self.log_start_offset = log_start_offset
         return changed
 
+    def __call__(self, partition: Partition, size: int) -> None:
+        """The watched partition changed (an append of ``size`` bytes, 0: deleted, or OFFSETS_MOVED)."""
+        session = self.session
+        if session is not None:
+            session.to_visit.add(self)
+            if session.waiters:
+                for waiter in list(session.waiters):
+                    waiter(self, partition, size)
 
-@dataclass(slots=True)
+    def watch(self, partition: Partition | None) -> None:
+        """Watch ``partition`` (what this entry resolves to now) instead of what it watched before."""
+        if partition is self.watched:
+            return
+        if self.watched is not None:
+            self.watched.remove_watcher(self)
+        self.watched = partition
+        if partition is not None:
+            partition.add_watcher(self)
+
+
+@dataclass(slots=True, eq=False)
 class FetchSession:
     session_id: int
     epoch: int  # the epoch the next incremental request must carry
-    partitions: OrderedDict[PartitionKey, CachedPartition] = field(default_factory=OrderedDict)
+    partitions: dict[PartitionKey, CachedPartition] = field(default_factory=dict)
     last_used_ms: int = 0
+    # Partitions an incremental fetch must read: changed since the last answer, or with something to say.
+    to_visit: set[CachedPartition] = field(default_factory=set)
+    read_committed: bool | None = None  # the isolation level of the last request
+    waiters: list[SessionWaiter] = field(default_factory=list)
+    _orders: itertools.count[int] = field(default_factory=itertools.count)
+
+    def put(self, key: PartitionKey, fetch_offset: int, partition_max_bytes: int,
+            current_leader_epoch: int) -> CachedPartition:
+        """Add a partition (at the end of the session's order) or update its position."""
+        cached = self.partitions.get(key)
+        if cached is None:
+            cached = CachedPartition(key[0], key[1], fetch_offset, partition_max_bytes, current_leader_epoch,
+                                     order=next(self._orders), session=self)
+            self.partitions[key] = cached
+        else:
+            cached.fetch_offset = fetch_offset
+            cached.partition_max_bytes = partition_max_bytes
+            cached.current_leader_epoch = current_leader_epoch
+        self.to_visit.add(cached)
+        return cached
+
+    def remove(self, key: PartitionKey) -> None:
+        cached = self.partitions.pop(key, None)
+        if cached is not None:
+            cached.watch(None)
+            cached.session = None
+            self.to_visit.discard(cached)
+
+    def close(self) -> None:
+        """The session is dropped: take its watchers off the partitions."""
+        for cached in self.partitions.values():
+            cached.watch(None)
+            cached.session = None
+        self.to_visit.clear()
+
+    def settle(self, cached: CachedPartition, settled: bool) -> None:
+        """After an answer: ``settled`` partitions need no visit until they change again."""
+        if cached.session is not self:
+            return
+        if settled:
+            self.to_visit.discard(cached)
+        else:
+            self.to_visit.add(cached)
 
 
 class FetchSessionCache:
@@ -100,15 +199,17 @@ class FetchSessionCache:
         """A new session, or None when the cache is full of sessions still in use."""
         self.expire(now_ms)
         if len(self._sessions) >= self.max_sessions:
-            oldest_id, _ = next(iter(self._sessions.items()))
-            del self._sessions[oldest_id]
+            _, oldest = self._sessions.popitem(last=False)
+            oldest.close()
         session_id = next(self._ids) & 0x7FFFFFFF or next(self._ids)
         session = FetchSession(session_id, epoch=1, last_used_ms=now_ms)
         self._sessions[session_id] = session
         return session
 
     def close(self, session_id: int) -> None:
-        self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
 
     def resume(self, session_id: int, epoch: int, now_ms: int) -> FetchSession:
         """The session for an incremental fetch, checked and advanced to the next epoch."""
@@ -126,26 +227,13 @@ class FetchSessionCache:
         for session_id, session in list(self._sessions.items()):
             if now_ms - session.last_used_ms > self.idle_ms:
                 del self._sessions[session_id]
+                session.close()
 
     def forget_topic(self, name: str, topic_id: uuid.UUID) -> None:
         """Drop a deleted topic's partitions from every session."""
         for session in self._sessions.values():
             for key in [k for k in session.partitions if k[0] in (name, topic_id)]:
-                del session.partitions[key]
-
-
-@dataclass(slots=True)
-class FetchPlan:
-    """What one Fetch reads: its partitions in response order, and the session to answer with.
-
-    ``error`` is a session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) that
-    answers the whole request; ``session_id`` is 0 when the fetch has no session.
-    """
-
-    partitions: list[WantedPartition]
-    session_id: int = 0
-    incremental: bool = False
-    error: ErrorCode = ErrorCode.NONE
+                session.remove(key)
 
 
 @dataclass(slots=True)
@@ -164,11 +252,50 @@ class WantedPartition:
     cached: CachedPartition | None = None
 
 
+@dataclass(slots=True)
+class FetchPlan:
+    """What one Fetch reads: its partitions in response order, and the session to answer with.
+
+    ``error`` is a session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) that
+    answers the whole request; ``session_id`` is 0 when the fetch has no session.
+    """
+
+    partitions: list[WantedPartition]
+    session_id: int = 0
+    incremental: bool = False
+    error: ErrorCode = ErrorCode.NONE
+    session: FetchSession | None = None
+    topics: TopicManager | None = None
+    by_id: bool = False
+    requested: list[CachedPartition] = field(default_factory=list)  # an incremental fetch's listed partitions
+
+    def revisit(self) -> list[WantedPartition]:
+        """The partitions to read again after a wait: an incremental fetch adds those of its session
+        that changed meanwhile."""
+        if self.incremental and self.session is not None and self.topics is not None:
+            self.partitions = _visits(self.topics, self.session, self.requested, self.by_id)
+        return self.partitions
+
+    def settle(self, answered: Iterable[tuple[WantedPartition, bool]]) -> None:
+        """After the answer: each read partition with whether it is settled (nothing more to read at
+        its position, no error), which spares it the next incremental fetches until it changes."""
+        session = self.session
+        if session is None:
+            return
+        before = len(session.to_visit)
+        for wanted, settled in answered:
+            if wanted.cached is not None:
+                session.settle(wanted.cached, settled)
+        if before >= 64 and len(session.to_visit) < before // 4:
+            # A set keeps its table when emptied, and walking it costs its old size: start a small one.
+            session.to_visit = set(session.to_visit)
+
+
 def plan_fetch(sessions: FetchSessionCache, topics: TopicManager, request: FetchRequest, version: int,
                now_ms: int) -> FetchPlan:
     """Resolve a Fetch against the topics and its session: open, resume or close the session as its
-    id and epoch ask, then list the partitions to read (an incremental fetch reads every partition of
-    the session, at the positions it remembers)."""
+    id and epoch ask, then list the partitions to read (an incremental fetch reads the partitions of
+    its session that changed or still have something to say, at the positions it remembers)."""
     by_id = version >= 13
     session: FetchSession | None = None
     incremental = False
@@ -190,12 +317,34 @@ def plan_fetch(sessions: FetchSessionCache, topics: TopicManager, request: Fetch
             return FetchPlan([], error=exc.error_code)
         if session is not None:
             response_session_id = session.session_id
-    return FetchPlan(_resolve(topics, request, by_id, session, incremental), response_session_id, incremental)
+    requested = _requested(topics, request, by_id)
+    plan = FetchPlan(requested, response_session_id, incremental, session=session, topics=topics, by_id=by_id)
+    if session is None:
+        return plan
+    read_committed = request.isolation_level == 1
+    if incremental:
+        for forgotten in request.forgotten_topics_data:
+            forgotten_key = forgotten.topic_id if by_id else forgotten.topic
+            for index in forgotten.partitions:
+                session.remove((forgotten_key, index))
+    for item in requested:
+        item.cached = session.put((item.topic, item.partition_index), item.fetch_offset, item.partition_max_bytes,
+                                  item.current_leader_epoch)
+    if session.read_committed != read_committed:  # what "settled" means changed: look at everything once
+        session.to_visit.update(session.partitions.values())
+        session.read_committed = read_committed
+    if not incremental:
+        for item in requested:
+            if item.cached is not None:
+                item.cached.watch(item.partition)
+        return plan
+    plan.requested = [item.cached for item in requested if item.cached is not None]
+    plan.partitions = _visits(topics, session, plan.requested, by_id)
+    return plan
 
 
-def _resolve(topics: TopicManager, request: FetchRequest, by_id: bool, session: FetchSession | None,
-             incremental: bool) -> list[WantedPartition]:
-    """The partitions this fetch reads, in order: the request's, or the session's."""
+def _requested(topics: TopicManager, request: FetchRequest, by_id: bool) -> list[WantedPartition]:
+    """The partitions the request lists, in its order, resolved against the topics."""
     requested: list[WantedPartition] = []
     for fetch_topic in request.topics:
         if by_id:
@@ -226,32 +375,22 @@ def _resolve(topics: TopicManager, request: FetchRequest, by_id: bool, session: 
                 partition=partition,
                 error=error,
             ))
-    if session is None:
-        return requested
-    if incremental:
-        for forgotten in request.forgotten_topics_data:
-            forgotten_key = forgotten.topic_id if by_id else forgotten.topic
-            for index in forgotten.partitions:
-                session.partitions.pop((forgotten_key, index), None)
-    for item in requested:
-        cached = session.partitions.get((item.topic, item.partition_index))
-        if cached is None:
-            cached = CachedPartition(item.topic, item.partition_index, item.fetch_offset, item.partition_max_bytes,
-                                     item.current_leader_epoch)
-            session.partitions[(item.topic, item.partition_index)] = cached
-        else:
-            cached.fetch_offset = item.fetch_offset
-            cached.partition_max_bytes = item.partition_max_bytes
-            cached.current_leader_epoch = item.current_leader_epoch
-    if not incremental:
-        for item in requested:
-            item.cached = session.partitions[(item.topic, item.partition_index)]
-        return requested
-    # An incremental fetch reads every partition of the session, at the positions it remembers.
+    return requested
+
+
+def _visits(topics: TopicManager, session: FetchSession, requested: list[CachedPartition],
+            by_id: bool) -> list[WantedPartition]:
+    """What an incremental fetch reads: the session's partitions to visit and the request's, in the
+    session's order, at the positions the session remembers."""
+    visiting = session.to_visit.union(requested) if requested else session.to_visit
     wanted: list[WantedPartition] = []
-    for (key, index), cached in session.partitions.items():
+    for cached in sorted(visiting, key=_ORDER):
+        if cached.session is not session:  # forgotten meanwhile
+            continue
+        key, index = cached.topic, cached.partition
         topic = topics.by_id(key) if isinstance(key, uuid.UUID) else topics.get(str(key))
-        partition = topic.partitions[index] if topic is not None and index < len(topic.partitions) else None
+        partition = topic.partitions[index] if topic is not None and 0 <= index < len(topic.partitions) else None
+        cached.watch(partition)
         error = ErrorCode.NONE
         if partition is None:
             error = ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -268,3 +407,4 @@ def _resolve(topics: TopicManager, request: FetchRequest, by_id: bool, session: 
             cached=cached,
         ))
     return wanted
+

@@ -41,9 +41,12 @@ and closes the producer's transaction here. The last stable offset is the first 
 oldest open transaction (or the high watermark); read_committed reads stop there and list the
 aborted transactions of the range they return. A segment roll writes a producer state snapshot.
 
-Fetches that find too little data park a ``FetchWaiter`` on each partition they read; every
-append calls the waiters of its partition, which resolve their future once ``min_bytes`` have
-arrived. Timers and futures all live on the event loop, so nothing needs a lock.
+Fetches that find too little data park a listener on each partition they read; every append calls
+the listeners of its partition, which resolve their future once ``min_bytes`` have arrived. Fetch
+sessions keep a *watcher* on each partition they hold: it is told of every append (with its size),
+of the partition's deletion (size 0) and of a log start offset or last stable offset that moved
+without an append (``OFFSETS_MOVED``), so a session knows which of its partitions changed without
+looking at the others. Timers and futures all live on the event loop, so nothing needs a lock.
 """
 
 from __future__ import annotations
@@ -73,9 +76,10 @@ from kafkalite.protocol.records import (
 
 log = logging.getLogger("kafkalite.partition")
 
-__all__ = ["AppendInfo", "Partition", "ReadInfo", "RecordValidationError", "LEADER_EPOCH"]
+__all__ = ["AppendInfo", "Partition", "ReadInfo", "RecordValidationError", "LEADER_EPOCH", "OFFSETS_MOVED"]
 
 LEADER_EPOCH = 0
+OFFSETS_MOVED = -1  # the size a watcher is told when the log start or last stable offset moved without an append
 _LONG_MAX = (1 << 63) - 1
 _TOPIC_CODECS = {
     "uncompressed": Compression.NONE,
@@ -113,6 +117,9 @@ class ReadInfo:
 
 
 Listener = Callable[["Partition", int], None]
+# Told (partition, appended bytes) of every append, 0 when the partition is deleted, OFFSETS_MOVED
+# when its log start offset or last stable offset moved without an append (fetch sessions).
+Watcher = Callable[["Partition", int], None]
 # Asked before the first transactional batch of a transaction lands here:
 # (producer id, producer epoch, partition) -> NONE, or the error to refuse the batch with.
 TransactionVerifier = Callable[[int, int, "Partition"], ErrorCode]
@@ -126,7 +133,7 @@ class Partition:
     """
 
     __slots__ = ("topic_name", "index", "log", "settings", "leader_epoch", "producer_state", "_listeners",
-                 "_active_segment", "deleted", "background")
+                 "_active_segment", "deleted", "background", "_watchers")
 
     def __init__(self, topic_name: str, index: int, partition_log: PartitionLog, settings: TopicConfig, *,
                  producer_id_expiration_ms: int, background: Background | None = None) -> None:
@@ -138,6 +145,8 @@ class Partition:
         self.deleted = False  # its topic was deleted: waiters woken by that must not touch the log
         self.background = background  # where producer state snapshots are written (None: at once)
         self._listeners: list[Listener] = []
+        self._watchers: dict[Watcher, None] = {}
+        partition_log.on_log_start_moved = self.offsets_moved
         self.producer_state = ProducerStateManager(f"{topic_name}-{index}", partition_log.directory)
         self.producer_state.load(partition_log, wall_clock_ms(), producer_id_expiration_ms)
         self._active_segment = partition_log.active_segment_base_offset
@@ -319,8 +328,12 @@ class Partition:
     # producer state housekeeping --------------------------------------------------------------
     def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle past ``producer.id.expiration.ms``; trim what retention removed."""
+        last_stable = self.last_stable_offset
         self.producer_state.on_log_start_offset(self.log.log_start_offset, self.log.segment_base_offsets())
-        return self.producer_state.remove_expired(now_ms, expiration_ms)
+        removed = self.producer_state.remove_expired(now_ms, expiration_ms)
+        if self.last_stable_offset != last_stable:
+            self.offsets_moved()
+        return removed
 
     def snapshot_producer_state(self) -> None:
         """Write a producer state snapshot at the log end offset (a clean shutdown)."""
@@ -412,6 +425,18 @@ class Partition:
         except ValueError:
             pass
 
+    def add_watcher(self, watcher: Watcher) -> None:
+        self._watchers[watcher] = None
+
+    def remove_watcher(self, watcher: Watcher) -> None:
+        self._watchers.pop(watcher, None)
+
+    def offsets_moved(self) -> None:
+        """The log start offset (retention, DeleteRecords) or the last stable offset moved without an
+        append: tell the watchers (waiting fetches are not woken by it)."""
+        for watcher in list(self._watchers):
+            watcher(self, OFFSETS_MOVED)
+
     def close_waiters(self) -> None:
         """The partition is going away: mark it deleted and wake every waiting fetch."""
         self.deleted = True
@@ -422,6 +447,9 @@ class Partition:
         if self._listeners:
             for listener in list(self._listeners):
                 listener(self, size)
+        if self._watchers:
+            for watcher in list(self._watchers):
+                watcher(self, size)
 
 
 def _max_timestamp_is_plausible(batch: RecordBatch) -> bool:

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +82,9 @@ class Topic:
     settings: TopicConfig  # every topic config's effective value (the override, else the broker default)
     partitions: list[Partition] = field(default_factory=list)
     configs: dict[str, str] = field(default_factory=dict)  # the overrides only
+    # Answers derived from the topic's partitions (the Metadata handler's encoded topic, by version and
+    # the like): dropped whenever partitions are added or removed. Leader epochs never change here.
+    answers: dict[Hashable, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def internal(self) -> bool:
@@ -270,8 +273,10 @@ class TopicManager:
             reopened = self.log_manager.get_log(name, index)
             if reopened is not None:
                 partition.log = reopened
+                reopened.on_log_start_moved = partition.offsets_moved
             raise
         partition.log = moved
+        moved.on_log_start_moved = partition.offsets_moved
         partition.producer_state.directory = moved.directory
 
     def validate_configs(self, configs: Mapping[str, str]) -> None:
@@ -297,6 +302,7 @@ class TopicManager:
                               producer_id_expiration_ms=self.config.get_int("producer.id.expiration.ms"),
                               background=self.log_manager.background)
         topic.partitions.append(partition)
+        topic.answers.clear()
         return partition
 
     def _forget_partitions(self, topic: Topic, keep: int) -> None:
@@ -307,6 +313,7 @@ class TopicManager:
             except OSError as exc:  # its directory stays: a restart finds it and says so
                 log.error("cannot remove partition %s-%d after a failed creation: %s", topic.name, partition.index, exc)
         del topic.partitions[keep:]
+        topic.answers.clear()
 
     def _add(self, topic: Topic) -> None:
         self._by_name[topic.name] = topic

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
-from kafkalite.broker.core.fetch_sessions import WantedPartition, plan_fetch
+from kafkalite.broker.core.fetch_sessions import CachedPartition, FetchPlan, WantedPartition, plan_fetch
 from kafkalite.broker.core.log.partition_log import OffsetOutOfRange
 from kafkalite.broker.core.partition import Partition, ReadInfo
 from kafkalite.broker.handlers.registry import RequestContext, handles
@@ -53,50 +53,85 @@ def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchRespons
     if plan.error:
         return FetchResponse(error_code=plan.error, session_id=0)
     wanted = plan.partitions
-    response_session_id, incremental = plan.session_id, plan.incremental
     read_committed = request.isolation_level == _READ_COMMITTED
     max_bytes = min(request.max_bytes, cluster.fetch_max_bytes)
     results = _read_all(wanted, max_bytes, read_committed)
     available = sum(r.read.size for r in results if r.read is not None)
     errors = any(r.error for r in results)
-    if request.max_wait_ms <= 0 or not wanted or available >= request.min_bytes or errors:
-        return _respond(results, version, read_committed, response_session_id, incremental)
-    return _wait_then_respond(wanted, request, max_bytes, read_committed, version, response_session_id,
-                              incremental, available)
+    nothing_to_wait_on = not wanted and (plan.session is None or not plan.session.partitions)
+    if request.max_wait_ms <= 0 or nothing_to_wait_on or available >= request.min_bytes or errors:
+        return _answer(plan, results, version, read_committed)
+    return _wait_then_respond(plan, request, max_bytes, read_committed, version, available)
 
 
-async def _wait_then_respond(wanted: list[WantedPartition], request: FetchRequest, max_bytes: int, read_committed: bool,
-                             version: int, session_id: int, incremental: bool, available: int) -> FetchResponse:
-    """Park on the partitions until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again."""
+async def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, read_committed: bool,
+                             version: int, available: int) -> FetchResponse:
+    """Park until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again: on the session when
+    there is one (its watchers see every partition of it), else on each partition read."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
     arrived = available
-    positions = {id(w.partition): w.fetch_offset for w in wanted if w.partition is not None}
 
-    def on_append(partition: Partition, size: int) -> None:
+    def arrive(partition: Partition, size: int, position: int) -> None:
         nonlocal arrived
-        if read_committed and size and partition.last_stable_offset <= positions.get(id(partition), 0):
+        if size < 0:  # offsets moved without an append: nothing arrived
+            return
+        if read_committed and size and partition.last_stable_offset <= position:
             return  # nothing a read_committed fetch may see yet (the data is in an open transaction)
         arrived += size
         if (arrived >= request.min_bytes or size == 0) and not done.done():
             done.set_result(None)
 
-    partitions = {id(w.partition): w.partition for w in wanted if w.partition is not None}
-    for partition in partitions.values():
-        partition.add_listener(on_append)
     def waited() -> None:
         if not done.done():
             done.set_result(None)
 
+    session = plan.session
     timer = loop.call_later(request.max_wait_ms / 1000, waited)
-    try:
-        await done
-    finally:
-        timer.cancel()
+    if session is not None:
+        def on_session_change(cached: CachedPartition, partition: Partition, size: int) -> None:
+            arrive(partition, size, cached.fetch_offset)
+
+        session.waiters.append(on_session_change)
+        try:
+            await done
+        finally:
+            timer.cancel()
+            session.waiters.remove(on_session_change)
+    else:
+        positions = {id(w.partition): w.fetch_offset for w in plan.partitions if w.partition is not None}
+
+        def on_append(partition: Partition, size: int) -> None:
+            arrive(partition, size, positions.get(id(partition), 0))
+
+        partitions = {id(w.partition): w.partition for w in plan.partitions if w.partition is not None}
         for partition in partitions.values():
-            partition.remove_listener(on_append)
-    results = _read_all(wanted, max_bytes, read_committed)
-    return _respond(results, version, read_committed, session_id, incremental)
+            partition.add_listener(on_append)
+        try:
+            await done
+        finally:
+            timer.cancel()
+            for partition in partitions.values():
+                partition.remove_listener(on_append)
+    results = _read_all(plan.revisit(), max_bytes, read_committed)
+    return _answer(plan, results, version, read_committed)
+
+
+def _answer(plan: FetchPlan, results: list[_Result], version: int, read_committed: bool) -> FetchResponse:
+    """The response; then the session learns which of the partitions read are settled."""
+    response = _respond(results, version, read_committed, plan.session_id, plan.incremental)
+    if plan.session is not None:
+        plan.settle((result.wanted, _settled(result, read_committed)) for result in results)
+    return response
+
+
+def _settled(result: _Result, read_committed: bool) -> bool:
+    """Nothing more to read at the partition's position and no error: until the partition changes,
+    an incremental fetch would leave it out."""
+    read = result.read
+    if result.error or read is None or read.size:
+        return False
+    return result.wanted.fetch_offset >= (read.last_stable_offset if read_committed else read.high_watermark)
 
 
 def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: bool) -> list[_Result]:

@@ -26,11 +26,11 @@ and only a write that could not be undone stops that partition's appends until a
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable
 
+from kafkalite.broker.core.log.group_commit import GroupCommit
 from kafkalite.broker.core.partition import Partition, RecordValidationError
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.compression import Compression
@@ -111,32 +111,27 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     if acks == 0:
         return None
     if acks == -1 and written and context.cluster.flush_on_ack:
-        return _flush_then_answer(written, response)
+        return _flush_then_answer(written, response, context.cluster.log_manager.group_commit)
     return response
 
 
-async def _flush_then_answer(written: list[tuple[Partition, PartitionProduceResponse]],
-                             response: ProduceResponse) -> ProduceResponse:
-    """fsync every partition written by this request, then answer.
+async def _flush_then_answer(written: list[tuple[Partition, PartitionProduceResponse]], response: ProduceResponse,
+                             group_commit: GroupCommit) -> ProduceResponse:
+    """Answer once every partition written by this request is fsynced.
 
-    Only the fsync calls leave the event loop; the log's own state is updated back on it. A partition
-    whose fsync fails is answered KAFKA_STORAGE_ERROR: its batch is in the log but not known durable,
-    so it is not acknowledged (a retry of an idempotent batch is answered once an fsync covers it).
+    The fsyncs are the log room's group commit (``core/log/group_commit.py``): one round on its I/O
+    thread covers every request waiting at the time. A partition whose fsync fails is answered
+    KAFKA_STORAGE_ERROR: its batch is in the log but not known durable, so it is not acknowledged (a
+    retry of an idempotent batch is answered once an fsync covers it).
     """
-    loop = asyncio.get_running_loop()
-    for partition, result in written:
-        if partition.deleted:  # its topic went while an earlier partition's fsync ran
+    waits = [(partition, result, group_commit.durable(partition.log)) for partition, result in written
+             if not partition.deleted]
+    for partition, result, wait in waits:
+        failure = await wait
+        if failure is None or partition.deleted:  # a topic deleted meanwhile: as if it were never asked
             continue
-        pending = partition.log.prepare_flush()
-        if pending is None:
-            continue
-        try:
-            await loop.run_in_executor(None, pending.run)
-        except OSError as exc:
-            log.warning("%s: fsync failed, answering KAFKA_STORAGE_ERROR: %s", partition, exc)
-            result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-            result.error_message = f"Cannot make {partition} durable: {exc.strerror or exc}"
-            result.base_offset = -1
-            continue
-        partition.log.complete_flush(pending)
+        log.warning("%s: fsync failed, answering KAFKA_STORAGE_ERROR: %s", partition, failure)
+        result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+        result.error_message = f"Cannot make {partition} durable: {failure.strerror or failure}"
+        result.base_offset = -1
     return response

@@ -46,7 +46,8 @@ fsync the duplicates) and ``complete_flush`` (loop: move the recovery point); st
 the loop. A segment hands its file out again to every flush until an fsync of it has *completed*, so a
 second acks=all answer never goes out before the bytes it covers are durable. ``background`` is where
 the log room sends such work (the server's I/O thread): the periodic fsyncs with the checkpoints that
-count on them, flush.messages flushes, producer state snapshots, and removing deleted partitions.
+count on them, flush.messages flushes, producer state snapshots, removing deleted partitions, and the
+fsync rounds of ``log.flush.on.ack`` (``group_commit``: answers waiting at the same time share one).
 
 **Recovery** (on load). Segments wholly below the recovery point, and all segments after a clean
 shutdown, are trusted: only a missing or malformed index is rebuilt. After a crash every batch from the

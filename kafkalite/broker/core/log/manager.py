@@ -55,6 +55,7 @@ from kafkalite.broker.core.durable import write_durably as _write_durably
 from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.disk import DiskLog
 from kafkalite.broker.core.log.files import OpenFiles
+from kafkalite.broker.core.log.group_commit import GroupCommit
 from kafkalite.broker.core.log.memory import MemoryLog
 from kafkalite.broker.core.log.partition_log import LogConfig, LogError, PartitionLog, PendingFlush, wall_clock_ms
 
@@ -116,6 +117,7 @@ class LogManager:
         # Blocking file work (fsyncs, checkpoints, snapshots, removing deleted partitions) runs here;
         # the server gives it an I/O thread. One periodic job at a time; flush.messages flushes apart.
         self.background = Background()
+        self.group_commit = GroupCommit(self.background)  # the fsyncs log.flush.on.ack answers wait for
         self._periodic_io_running = False
         self._flush_requested: set[TopicPartition] = set()
         # Log compaction: each compacted log's first dirty offset (cleaner-offset-checkpoint), and the

@@ -186,6 +186,12 @@ class PendingFlush:
         self.handles = handles
         self.synced = synced or []
 
+    def discard(self) -> None:
+        """Close the descriptors without an fsync: this flush will not run (one decided later replaces it)."""
+        handles, self.handles = self.handles, []
+        for handle in handles:
+            os.close(handle)
+
     def run(self) -> None:
         """Fsync and close every descriptor. Thread-safe; call once."""
         handles, self.handles = self.handles, []
@@ -203,6 +209,7 @@ class PartitionLog(Protocol):
     config: LogConfig
     on_change: Callable[[], None] | None  # told of every append, roll, flush and deletion (the log manager)
     on_flush_due: Callable[[], None] | None  # told when flush.messages asks for a flush (the log manager)
+    on_log_start_moved: Callable[[], None] | None  # told when the log start offset moves (the partition)
 
     @property
     def directory(self) -> Path | None:
@@ -273,6 +280,7 @@ class SegmentedLog(ABC):
         self._last_flush_ms = now_ms
         self.on_change: Callable[[], None] | None = None
         self.on_flush_due: Callable[[], None] | None = None
+        self.on_log_start_moved: Callable[[], None] | None = None
         self._failing = False  # the last append failed (logged once)
         self._offline: str | None = None  # why appends are refused until a restart (a write not undone)
 
@@ -550,6 +558,8 @@ class SegmentedLog(ABC):
         self._delete_oldest(count, wall_clock_ms() if now_ms is None else now_ms)
         if self.on_change is not None:
             self.on_change()
+        if self.on_log_start_moved is not None:
+            self.on_log_start_moved()
 
     def enforce_retention(self, now_ms: int, high_watermark: int | None = None) -> int:
         """Delete whole segments past ``retention.ms`` or ``retention.bytes``; return how many went.
@@ -609,10 +619,13 @@ class SegmentedLog(ABC):
         del self._bases[:count]
         for segment in doomed:
             segment.delete()
+        log_start_offset = self._log_start_offset
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         self._recovery_point = max(self._recovery_point, self._segments[0].base_offset)
         if self.on_change is not None:
             self.on_change()
+        if self.on_log_start_moved is not None and self._log_start_offset != log_start_offset:
+            self.on_log_start_moved()
 
     # --- durability --------------------------------------------------------------------------------
 

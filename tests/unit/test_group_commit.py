@@ -1,0 +1,117 @@
+"""The group commit of ``log.flush.on.ack``: answers that wait at the same time share one fsync round on
+the log room's I/O thread, none is released before its bytes are fsynced, and a failure reaches only
+the answers of the log that failed. A ``DeferredRunner`` stands in for the I/O thread."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kafkalite.broker.core.log.group_commit import GroupCommit
+from kafkalite.broker.core.log.manager import LogManager
+from kafkalite.broker.core.log.partition_log import LogConfig
+from tests.unit.test_background_io import DeferredRunner
+from tests.unit.test_log import T0, make_batch
+
+TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+
+
+def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 ) -> None:
+    log_manager = LogManager(tmp_path, LogConfig())
+    log_manager.open(now_ms=T0)
+    runner = DeferredRunner()
+    log_manager.background.runner = runner
+    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
+    commit = GroupCommit(log_manager.background)
+    fsynced: list[int] = []  # the inode of each file fsynced
+    during_fsync: list[Callable[[], None]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        fsynced.append(os.fstat(fd).st_ino)
+        while during_fsync:
+            during_fsync.pop(0)()
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+    async def scenario() -> None:
+        orders.append(make_batch(1), T0)
+        first = [commit.durable(orders)]
+        assert commit.rounds == 1 and len(runner.jobs) == 1  # a round is handed over at once
+        orders.append(make_batch(1), T0)
+        first.append(commit.durable(orders))  # its fsyncs have not started: this answer joins it
+        assert commit.rounds == 1
+        later: list[asyncio.Future[OSError | None]] = []
+
+        def arrive() -> None:  # three answers ask while the first round's fsync runs, on two logs
+            orders.append(make_batch(1), T0)
+            audit.append(make_batch(1), T0)
+            later.extend([commit.durable(orders), commit.durable(audit), commit.durable(orders)])
+
+        during_fsync.append(arrive)
+        work, then = runner.jobs.pop(0)
+        work()
+        assert len(later) == 3 and commit.rounds == 2 and len(runner.jobs) == 1  # the next round, handed over
+        assert not any(future.done() for future in first)  # fsynced, released back on the loop
+        then(None)
+        assert all(future.done() and future.result() is None for future in first)
+        assert orders.recovery_point == 2  # what the first round decided: not the bytes that came during it
+        assert not any(future.done() for future in later)
+        fsynced.clear()
+        runner.run_all()
+        # The three answers cost one fsync of each file of the two logs.
+        assert fsynced and len(fsynced) == len(set(fsynced))
+        assert all(future.done() and future.result() is None for future in later)
+        assert (orders.recovery_point, audit.recovery_point) == (3, 1)
+        # Nothing new: durable already, answered without a round.
+        again = commit.durable(orders)
+        assert again.done() and again.result() is None and commit.rounds == 2
+
+    asyncio.run(scenario())
+    log_manager.background.runner = None
+    log_manager.close()
+
+
+def test_a_failed_fsync_reaches_only_its_logs_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log_manager = LogManager(tmp_path, LogConfig())
+    log_manager.open(now_ms=T0)
+    runner = DeferredRunner()
+    log_manager.background.runner = runner
+    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
+    commit = GroupCommit(log_manager.background)
+
+    async def scenario() -> None:
+        orders.append(make_batch(1), T0)
+        audit.append(make_batch(1), T0)
+        # One round for both logs; the fsync of audit's file fails.
+        first = commit.durable(orders)
+        second = commit.durable(audit)
+        assert commit.rounds == 1
+        failing = OSError(5, "Input/output error")
+        real_fsync = os.fsync
+        audit_files = {os.stat(path).st_ino for path in (tmp_path / "audit-0").iterdir()}
+
+        def broken(fd: int) -> None:
+            if os.fstat(fd).st_ino in audit_files:
+                raise failing
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", broken)
+        runner.run_all()
+        assert first.result() is None and orders.recovery_point == 1
+        assert second.result() is failing
+        assert audit.recovery_point == 0  # not durable: nothing moved
+
+    asyncio.run(scenario())
+    monkeypatch.undo()
+    log_manager.background.runner = None
+    log_manager.close()
