@@ -408,11 +408,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         handler = self._handlers.get(api_key)
         if handler is None:
             return self._violation(f"sent unknown API key {api_key} (v{api_version})")
-        slot = _Slot(api_key, api_version, request.correlation_id)
-        if not handler.supports(api_version):
+        if not handler.min_version <= api_version <= handler.max_version:
             if api_key != API_VERSIONS_KEY:
                 return self._violation(f"sent {handler.name} v{api_version}; this broker serves "
                                        f"v{handler.min_version}-{handler.max_version}")
+            slot = _Slot(api_key, api_version, request.correlation_id)
             slot.api_version, slot.done = 0, True
             slot.response = api_versions_response(self._handlers, ErrorCode.UNSUPPORTED_VERSION)
             self._add_slot(slot)
@@ -423,12 +423,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     else request_type.decode_from(request.body, api_version))
         except ProtocolError as exc:
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
-        context = RequestContext(self._cluster, api_key, api_version, request.correlation_id,
-                                 request.header.client_id, self.peer, self.connection_id, self.listener_name,
-                                 self.session)
+        correlation_id = request.correlation_id
+        context = RequestContext(self._cluster, api_key, api_version, correlation_id, request.header.client_id,
+                                 self.peer, self.connection_id, self.listener_name, self.session)
+        observer = self.observer
+        if observer is None and not self._pending:
+            return self._handle_now(handler, context, body)
+        slot = _Slot(api_key, api_version, correlation_id)
         self._add_slot(slot)
         try:
-            observer = self.observer
             result = handler.handle(context, body) if observer is None else observer.handle(
                 self, handler, context, body, len(frame))
             if result is not None and not isinstance(result, Message):
@@ -439,6 +442,46 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return self._handler_failed(handler, api_version, exc)
         slot.response, slot.done = result, True
         self._flush()
+
+    def _handle_now(self, handler: ApiHandler, context: RequestContext, body: Any) -> None:
+        """Dispatch with nothing queued ahead and no observer: an answer ready at once is written
+        without a slot in the response order; one that has to wait takes a slot as usual."""
+        budget = self._budget
+        if budget is not None:
+            budget.add_request()
+        try:
+            result = handler.handle(context, body)
+        except Exception as exc:
+            if budget is not None:
+                budget.end_request()
+            return self._handler_failed(handler, context.api_version, exc)
+        if result is not None and not isinstance(result, Message):
+            slot = _Slot(context.api_key, context.api_version, context.correlation_id)
+            self._pending.append(slot)  # the budget counts it already
+            try:
+                slot.task = asyncio.ensure_future(result)
+            except Exception as exc:
+                return self._handler_failed(handler, context.api_version, exc)
+            slot.task.add_done_callback(partial(self._completed, slot, handler))
+            return self._update_reading()
+        if budget is not None:
+            budget.end_request()
+        if result is not None:
+            try:
+                buffers = encode_response(result, context.api_key, context.api_version, context.correlation_id)
+            except Exception:
+                log.exception("cannot encode the response to %s (API key %d v%d); closing the connection",
+                              self.peer, context.api_key, context.api_version)
+                return self.close()
+            if self._corked is not None:
+                self._corked.extend(buffers)
+            elif self.transport is not None:
+                self.transport.writelines(buffers)
+                self._last_activity = self._clock()
+        if self._drained is not None:
+            self._set_drained()
+        if self._eof and self._held is None:
+            self.close()
 
     def _add_slot(self, slot: _Slot) -> None:
         self._pending.append(slot)

@@ -19,7 +19,7 @@ import struct
 
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kafkalite.protocol.messages.produce_response import LeaderIdAndEpoch, ProduceResponse
+from kafkalite.protocol.messages.produce_response import ProduceResponse
 from kafkalite.protocol.primitives import Reader
 
 __all__ = ["decode_produce_request", "encode_produce_response"]
@@ -31,7 +31,6 @@ _SIZE_CORRELATION = struct.Struct(">ii")
 _PARTITION = {  # index, error code, base offset, [log append time (v2+)], [log start offset (v5+)]
     version: struct.Struct(">ihq" + "q" * ((version >= 2) + (version >= 5))) for version in range(12)
 }
-_DEFAULT_LEADER = LeaderIdAndEpoch()
 _NO_RECORD_ERRORS_AND_MESSAGE = {False: b"\x00\x00\x00\x00\xff\xff", True: b"\x01\x00"}  # v8+: [], null
 
 
@@ -103,6 +102,9 @@ def _length(view: memoryview, pos: int, flexible: bool, width: int) -> tuple[int
         byte = view[pos]
         if byte < 0x80:
             return byte - 1, pos + 1
+        second = view[pos + 1]
+        if second < 0x80:  # two bytes: up to 16 KiB, a small record batch's size
+            return (byte & 0x7F | second << 7) - 1, pos + 2
         reader = Reader(view, pos)
         value = reader.uvarint() - 1
         return value, reader.pos
@@ -168,8 +170,9 @@ def encode_produce_response(response: ProduceResponse, version: int, correlation
             out += name
             out += _INT32.pack(len(partitions))
         for partition in partitions:
+            leader = partition.current_leader
             if (partition.record_errors or partition.unknown_tagged_fields is not None
-                    or partition.current_leader != _DEFAULT_LEADER):
+                    or leader.leader_id != -1 or leader.leader_epoch != -1 or leader.unknown_tagged_fields is not None):
                 return None
             if two_fields:
                 out += pack(partition.index, partition.error_code, partition.base_offset,
