@@ -53,13 +53,13 @@ request and one per response.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 import struct
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, MutableSet, Sequence
-from functools import partial
+from collections.abc import Awaitable, Callable, Mapping, MutableSet, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
@@ -90,13 +90,14 @@ _connection_ids = itertools.count(1)
 class _Slot:
     """A request's place in the response order."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "done", "response", "task")
+    __slots__ = ("answer", "api_key", "api_version", "correlation_id", "done", "response", "task")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
         self.api_key, self.api_version, self.correlation_id = api_key, api_version, correlation_id
         self.done = False
         self.response: Message | None = None
         self.task: asyncio.Future[Any] | None = None
+        self.answer: Awaitable[Message | None] | None = None  # what the handler returned, when it waits
 
 
 class ReceiveScratch:
@@ -435,8 +436,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             result = handler.handle(context, body) if observer is None else observer.handle(
                 self, handler, context, body, len(frame))
             if result is not None and not isinstance(result, Message):
-                slot.task = asyncio.ensure_future(result)
-                slot.task.add_done_callback(partial(self._completed, slot, handler))
+                slot.answer, slot.task = result, asyncio.ensure_future(self._answer_when_ready(slot, handler, result))
                 return self._update_reading()
         except Exception as exc:
             return self._handler_failed(handler, api_version, exc)
@@ -458,11 +458,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if result is not None and not isinstance(result, Message):
             slot = _Slot(context.api_key, context.api_version, context.correlation_id)
             self._pending.append(slot)  # the budget counts it already
-            try:
-                slot.task = asyncio.ensure_future(result)
-            except Exception as exc:
-                return self._handler_failed(handler, context.api_version, exc)
-            slot.task.add_done_callback(partial(self._completed, slot, handler))
+            slot.answer, slot.task = result, asyncio.ensure_future(self._answer_when_ready(slot, handler, result))
             return self._update_reading()
         if budget is not None:
             budget.end_request()
@@ -488,13 +484,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._budget is not None:
             self._budget.add_request()
 
-    def _completed(self, slot: _Slot, handler: ApiHandler, task: asyncio.Future[Any]) -> None:
-        if task.cancelled() or self._closed:
+    async def _answer_when_ready(self, slot: _Slot, handler: ApiHandler,
+                                 answer: Awaitable[Message | None]) -> None:
+        """Await a handler's answer and write it in the same step (no hop through a done callback),
+        so a long poll woken by an append is answered as soon as its task runs."""
+        try:
+            response = await answer
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not self._closed:
+                self._handler_failed(handler, slot.api_version, exc)
             return
-        exc = task.exception()
-        if exc is not None:
-            return self._handler_failed(handler, slot.api_version, exc)
-        slot.response, slot.done = task.result(), True
+        if self._closed:
+            return
+        slot.response, slot.done = response, True
         self._flush()
 
     def _flush(self) -> None:
@@ -647,6 +651,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         for slot in self._pending:
             if slot.task is not None and not slot.task.done():
                 slot.task.cancel()
+                answer = slot.answer
+                if inspect.iscoroutine(answer) and inspect.getcoroutinestate(answer) == inspect.CORO_CREATED:
+                    answer.close()  # cancelled before its task first ran: it never will
             if self._budget is not None:
                 self._budget.end_request()
         self._pending.clear()

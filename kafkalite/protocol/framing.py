@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import cast
 
 from kafkalite.protocol.exceptions import ProtocolError
+from kafkalite.protocol.fetch_codec import encode_fetch_response
 from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages import REQUESTS, RESPONSES, RequestHeader, ResponseHeader
+from kafkalite.protocol.messages.fetch_response import FetchResponse
 from kafkalite.protocol.messages.produce_response import ProduceResponse
 from kafkalite.protocol.primitives import Reader, Writer
 from kafkalite.protocol.produce_codec import encode_produce_response
@@ -158,12 +161,17 @@ def encode_response(
     """A complete response frame as buffers for ``writelines``: size prefix, header, body.
 
     Large record sets stay separate buffers (see ``Writer``), so stored batches are not copied.
-    A Produce answer is made by ``produce_codec`` as one buffer.
+    Produce and Fetch answers are made by ``produce_codec`` and ``fetch_codec`` (the same bytes).
     """
-    if type(response) is ProduceResponse:
-        frame = encode_produce_response(response, api_version, correlation_id)
+    response_type = type(response)
+    if response_type is ProduceResponse:
+        frame = encode_produce_response(cast(ProduceResponse, response), api_version, correlation_id)
         if frame is not None:
             return [frame]
+    elif response_type is FetchResponse:
+        buffers = encode_fetch_response(cast(FetchResponse, response), api_version, correlation_id)
+        if buffers is not None:
+            return buffers
     writer = Writer()
     writer.int32(0)
     ResponseHeader(correlation_id).encode_into(writer, response_header_version(api_key, api_version))
