@@ -67,10 +67,8 @@ from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestCont
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import ProtocolError
-from kafkalite.protocol.framing import API_VERSIONS_KEY, encode_response, parse_request
+from kafkalite.protocol.framing import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request
 from kafkalite.protocol.message import Message
-from kafkalite.protocol.messages.produce_request import ProduceRequest
-from kafkalite.protocol.produce_codec import decode_produce_request
 
 if TYPE_CHECKING:
     from kafkalite.broker.core.cluster import Cluster
@@ -419,9 +417,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._add_slot(slot)
             return self._flush()
         try:
-            request_type = handler.request_type
-            body = (decode_produce_request(request.body, api_version) if request_type is ProduceRequest
-                    else request_type.decode_from(request.body, api_version))
+            body = decode_request_body(handler.request_type, request.body, api_version)
         except ProtocolError as exc:
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
         correlation_id = request.correlation_id

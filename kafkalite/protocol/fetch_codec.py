@@ -1,4 +1,8 @@
-"""The Fetch response encoded by hand: the answer a consumer waits for, written once per poll.
+"""Fetch decoded and its response encoded by hand: what a consumer sends and waits for, once per poll.
+
+``decode_fetch_request`` gives what ``FetchRequest.decode_from`` gives, reading each struct's fixed
+fields with one ``struct`` call; a request with tagged fields is read by the generated code from
+the start.
 
 ``encode_fetch_response`` gives exactly the buffers' bytes that ``framing.encode_response`` gives
 through the generated ``FetchResponse.write`` (size prefix, header, body), with one ``struct``
@@ -14,6 +18,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from kafkalite.protocol.exceptions import ProtocolError
+from kafkalite.protocol.messages.fetch_request import (
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    ForgottenTopic,
+    ReplicaState,
+)
 from kafkalite.protocol.messages.fetch_response import (
     AbortedTransaction,
     EpochEndOffset,
@@ -22,8 +34,9 @@ from kafkalite.protocol.messages.fetch_response import (
     PartitionData,
     SnapshotId,
 )
+from kafkalite.protocol.primitives import ZERO_UUID, Reader, not_null
 
-__all__ = ["ZERO_COPY_BYTES", "encode_fetch_response"]
+__all__ = ["ZERO_COPY_BYTES", "decode_fetch_request", "encode_fetch_response"]
 
 ZERO_COPY_BYTES = 16 * 1024  # as the generic Writer: smaller record sets are copied into the frame
 _INT16 = struct.Struct(">h")
@@ -36,6 +49,101 @@ _PARTITION = {  # index, error code, high watermark, [last stable offset (v4+)],
 }
 _EPOCH, _LEADER, _SNAPSHOT = EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId()
 _Buffer = bytes | bytearray | memoryview
+# replica id (v0-14), max wait, min bytes, max bytes (v3+), isolation level (v4+), session id and epoch (v7+)
+_REQUEST = {version: struct.Struct(">" + "i" * (version <= 14) + "ii" + "i" * (version >= 3) + "b" * (version >= 4)
+                                   + "ii" * (version >= 7)) for version in range(18)}
+# partition, current leader epoch (v9+), fetch offset, last fetched epoch (v12+), log start offset (v5+), max bytes
+_FETCH_PARTITION = {version: struct.Struct(">i" + "i" * (version >= 9) + "q" + "i" * (version >= 12)
+                                           + "q" * (version >= 5) + "i") for version in range(18)}
+
+
+class _Fallback(Exception):
+    """Something the hand-written reader leaves to the generated one."""
+
+
+def decode_fetch_request(reader: Reader, version: int) -> FetchRequest:
+    """``FetchRequest.decode_from(reader, version)``, faster; ``reader`` ends at the body's end."""
+    FetchRequest.check_version(version)
+    start = reader.pos
+    try:
+        return _read_request(reader, version)
+    except _Fallback:
+        reader.pos = start
+    except ProtocolError:
+        raise
+    except (struct.error, IndexError, ValueError, OverflowError) as exc:
+        raise ProtocolError(f"malformed FetchRequest v{version}: {exc}") from None
+    return FetchRequest.decode_from(reader, version)
+
+
+def _read_request(reader: Reader, version: int) -> FetchRequest:
+    flexible = version >= 12
+    view = reader.view
+    fixed = _REQUEST[version]
+    values = list(fixed.unpack_from(view, reader.pos))
+    reader.pos += fixed.size
+    replica_id = values.pop(0) if version <= 14 else -1
+    max_wait_ms, min_bytes = values.pop(0), values.pop(0)
+    max_bytes = values.pop(0) if version >= 3 else 2147483647
+    isolation_level = values.pop(0) if version >= 4 else 0
+    session_id, session_epoch = (values[0], values[1]) if version >= 7 else (0, -1)
+    partition_fields = _FETCH_PARTITION[version]
+    unpack_partition, partition_size = partition_fields.unpack_from, partition_fields.size
+    topics = []
+    for _ in range(_count(reader, flexible)):
+        topic = reader.string(flexible) if version <= 12 else ""
+        topic_id = reader.uuid() if version >= 13 else ZERO_UUID
+        partitions = []
+        for _ in range(_count(reader, flexible)):
+            fields = unpack_partition(view, reader.pos)
+            reader.pos += partition_size
+            if version >= 12:
+                partition, current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, \
+                    partition_max_bytes = fields
+            elif version >= 9:
+                partition, current_leader_epoch, fetch_offset, log_start_offset, partition_max_bytes = fields
+                last_fetched_epoch = -1
+            elif version >= 5:
+                partition, fetch_offset, log_start_offset, partition_max_bytes = fields
+                current_leader_epoch = last_fetched_epoch = -1
+            else:
+                partition, fetch_offset, partition_max_bytes = fields
+                current_leader_epoch = last_fetched_epoch = log_start_offset = -1
+            if flexible:
+                _no_tags(reader)
+            partitions.append(FetchPartition(partition, current_leader_epoch, fetch_offset, last_fetched_epoch,
+                                             log_start_offset, partition_max_bytes))
+        if flexible:
+            _no_tags(reader)
+        topics.append(FetchTopic(topic, topic_id, partitions))
+    forgotten = []
+    if version >= 7:
+        for _ in range(_count(reader, flexible)):
+            topic = reader.string(flexible) if version <= 12 else ""
+            topic_id = reader.uuid() if version >= 13 else ZERO_UUID
+            forgotten_partitions = not_null(reader.int32_array(flexible), "Partitions")
+            if flexible:
+                _no_tags(reader)
+            forgotten.append(ForgottenTopic(topic, topic_id, forgotten_partitions))
+    rack_id = reader.string(flexible) if version >= 11 else ""
+    if flexible:
+        _no_tags(reader)
+    return FetchRequest(None, replica_id, ReplicaState(), max_wait_ms, min_bytes, max_bytes, isolation_level,
+                        session_id, session_epoch, topics, forgotten, rack_id)
+
+
+def _count(reader: Reader, flexible: bool) -> int:
+    count = reader.array_length(flexible)
+    if count < 0:
+        raise ProtocolError("null value in a non-nullable array")
+    return count
+
+
+def _no_tags(reader: Reader) -> None:
+    """Step over an empty tagged-field section; any other is left to the generated reader."""
+    if reader.view[reader.pos] != 0:
+        raise _Fallback
+    reader.pos += 1
 
 
 def encode_fetch_response(response: FetchResponse, version: int, correlation_id: int) -> list[_Buffer] | None:
