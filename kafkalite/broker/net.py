@@ -20,10 +20,14 @@ requests allocates and zero-fills no buffer per request. A size prefix split acr
 reads (at most 3 bytes) is kept by the connection and put back at the front of the scratch for its
 next read.
 
-Dispatch: decode the header, find the handler in the registry, decode the body, call the handler
-with a ``RequestContext``. It answers with a response, None (no response: Produce acks=0) or an
-awaitable of either (run as a task). Responses leave in request order: each request takes a slot in
-``_pending`` and slots are written from the front as they complete.
+Dispatch: decode the header, find the handler in the registry, decode the body (Produce and Fetch
+through the codec's hand-written decoders, ``framing.decode_request_body``), call the handler with a
+``RequestContext``. It answers with a response, None (no response: Produce acks=0) or an awaitable
+of either (run as a task, which writes the answer in the step it completes). Responses leave in
+request order: a request that waits, or that arrives while an earlier one waits, takes a slot in
+``_pending``, and slots are written from the front as they complete; a request with nothing ahead
+of it that is answered at once (Produce with acks=0 or 1, a Fetch with data) is written without a
+slot, so the common request costs no task, no future and no slot.
 
 Bad input (size out of range, malformed header or body, unknown API key, unsupported version)
 is logged once with the peer address and closes this connection only; ApiVersions at an unknown
