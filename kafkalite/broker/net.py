@@ -64,9 +64,11 @@ import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, MutableSet, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
+from kafkalite.broker.handlers.delayed import DelayedAnswer, run_after_dispatch
 from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -284,6 +286,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                         else:
                             self._scratch.give_back(body)
         finally:
+            run_after_dispatch()  # long polls the requests just read completed, answered now
             self._uncork()
 
     def _read_frames(self, end: int) -> None:
@@ -355,6 +358,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             self._read_frames(len(held))
         finally:
+            run_after_dispatch()
             self._uncork()
         self._update_reading()
         if self._eof and not self._pending and self._held is None:
@@ -436,8 +440,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             result = handler.handle(context, body) if observer is None else observer.handle(
                 self, handler, context, body, len(frame))
             if result is not None and not isinstance(result, Message):
-                slot.answer, slot.task = result, asyncio.ensure_future(self._answer_when_ready(slot, handler, result))
-                return self._update_reading()
+                return self._await_answer(slot, handler, result)
         except Exception as exc:
             return self._handler_failed(handler, api_version, exc)
         slot.response, slot.done = result, True
@@ -458,8 +461,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if result is not None and not isinstance(result, Message):
             slot = _Slot(context.api_key, context.api_version, context.correlation_id)
             self._pending.append(slot)  # the budget counts it already
-            slot.answer, slot.task = result, asyncio.ensure_future(self._answer_when_ready(slot, handler, result))
-            return self._update_reading()
+            return self._await_answer(slot, handler, result)
         if budget is not None:
             budget.end_request()
         if result is not None:
@@ -483,6 +485,28 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pending.append(slot)
         if self._budget is not None:
             self._budget.add_request()
+
+    def _await_answer(self, slot: _Slot, handler: ApiHandler, answer: Awaitable[Message | None]) -> None:
+        """Wait for a handler's answer: a ``DelayedAnswer`` calls back when it is there; anything
+        else awaitable runs as a task."""
+        slot.answer = answer
+        if type(answer) is DelayedAnswer:
+            answer.add_done_callback(partial(self._delayed_answer_done, slot, handler))
+        else:
+            slot.task = asyncio.ensure_future(self._answer_when_ready(slot, handler, answer))
+        self._update_reading()
+
+    def _delayed_answer_done(self, slot: _Slot, handler: ApiHandler, answer: DelayedAnswer) -> None:
+        """A delayed answer is there (called from the event that completed it): write it now, in
+        request order."""
+        if self._closed:
+            return
+        try:
+            response = answer.result()
+        except Exception as exc:
+            return self._handler_failed(handler, slot.api_version, exc)
+        slot.response, slot.done = response, True
+        self._flush()
 
     async def _answer_when_ready(self, slot: _Slot, handler: ApiHandler,
                                  answer: Awaitable[Message | None]) -> None:
@@ -649,7 +673,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _cancel_pending(self) -> None:
         for slot in self._pending:
-            if slot.task is not None and not slot.task.done():
+            if type(slot.answer) is DelayedAnswer:
+                slot.answer.cancel()
+            elif slot.task is not None and not slot.task.done():
                 slot.task.cancel()
                 answer = slot.answer
                 if inspect.iscoroutine(answer) and inspect.getcoroutinestate(answer) == inspect.CORO_CREATED:

@@ -23,12 +23,12 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from kafkalite.broker.core.fetch_sessions import WantedPartition, plan_fetch
 from kafkalite.broker.core.log.partition_log import OffsetOutOfRange
 from kafkalite.broker.core.partition import Partition, ReadInfo
+from kafkalite.broker.handlers.delayed import DelayedAnswer, after_dispatch
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import FetchRequest, FetchResponse
@@ -46,7 +46,7 @@ class _Result:
 
 
 @handles(api_key=1, min_version=4, max_version=17)
-def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchResponse | Awaitable[FetchResponse]:
+def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchResponse | DelayedAnswer:
     cluster = context.cluster
     version = context.api_version
     plan = plan_fetch(cluster.fetch_sessions, cluster.topics, request, version, int(time.time() * 1000))
@@ -65,38 +65,49 @@ def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchRespons
                               incremental, available)
 
 
-async def _wait_then_respond(wanted: list[WantedPartition], request: FetchRequest, max_bytes: int, read_committed: bool,
-                             version: int, session_id: int, incremental: bool, available: int) -> FetchResponse:
-    """Park on the partitions until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again."""
+def _wait_then_respond(wanted: list[WantedPartition], request: FetchRequest, max_bytes: int, read_committed: bool,
+                       version: int, session_id: int, incremental: bool, available: int) -> DelayedAnswer:
+    """Park on the partitions until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again and
+    answer once the requests being dispatched with the append are done, or from the timer: in the same
+    loop iteration, no task."""
     loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
     arrived = available
     positions = {id(w.partition): w.fetch_offset for w in wanted if w.partition is not None}
-
-    def on_append(partition: Partition, size: int) -> None:
-        nonlocal arrived
-        if read_committed and size and partition.last_stable_offset <= positions.get(id(partition), 0):
-            return  # nothing a read_committed fetch may see yet (the data is in an open transaction)
-        arrived += size
-        if (arrived >= request.min_bytes or size == 0) and not done.done():
-            done.set_result(None)
-
     partitions = {id(w.partition): w.partition for w in wanted if w.partition is not None}
-    for partition in partitions.values():
-        partition.add_listener(on_append)
-    def waited() -> None:
-        if not done.done():
-            done.set_result(None)
 
-    timer = loop.call_later(request.max_wait_ms / 1000, waited)
-    try:
-        await done
-    finally:
+    def stop_waiting() -> None:
         timer.cancel()
         for partition in partitions.values():
             partition.remove_listener(on_append)
-    results = _read_all(wanted, max_bytes, read_committed)
-    return _respond(results, version, read_committed, session_id, incremental)
+
+    answer = DelayedAnswer(on_cancel=stop_waiting)
+
+    def finish() -> None:
+        if answer.done:
+            return
+        stop_waiting()
+        try:
+            results = _read_all(wanted, max_bytes, read_committed)
+            answer.complete(_respond(results, version, read_committed, session_id, incremental))
+        except Exception as exc:
+            answer.fail(exc)
+
+    def on_append(partition: Partition, size: int) -> None:
+        nonlocal arrived
+        if answer.done:
+            return
+        if size == 0:  # the topic is being deleted: answer once the deletion is over
+            return after_dispatch(finish)
+        if read_committed and partition.last_stable_offset <= positions.get(id(partition), 0):
+            return  # nothing a read_committed fetch may see yet (the data is in an open transaction)
+        arrived += size
+        if arrived >= request.min_bytes:
+            after_dispatch(finish)  # once the request that appended (and those read with it) are done
+
+    for partition in partitions.values():
+        partition.add_listener(on_append)
+    timer = loop.call_later(request.max_wait_ms / 1000, finish)
+    return answer
 
 
 def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: bool) -> list[_Result]:
