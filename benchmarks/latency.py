@@ -10,10 +10,12 @@ thread of the same process long-polls it (``fetch.wait.max.ms`` 500, ``fetch.min
 broker answers as soon as a record arrives). Each record carries its send time. Produce-ack latency
 is librdkafka's own figure for each delivery report (``Message.latency()``: from ``produce()`` to
 the acknowledgement); end to end is from ``produce()`` to the consumer handing out the record. The
-first second is warm-up and not counted. The mock is the one ``benchmarks/compare.py`` starts
-(librdkafka's mock cluster from confluent-kafka's wheel); kafkalite is started from this checkout
-on 127.0.0.1 with a scratch data directory. Each (server, rate, acks) runs in its own client
-process; reps interleave the servers. Percentiles are over every record of every rep.
+first second is warm-up and not counted. Beside the percentiles: the server process's CPU time (user
+and system, from ``/proc``) over the whole client run, per record sent (warm-up included). The mock
+is the one ``benchmarks/compare.py`` starts (librdkafka's mock cluster from confluent-kafka's
+wheel); kafkalite is started from this checkout on 127.0.0.1 with a scratch data directory. Each
+(server, rate, acks) runs in its own client process; reps interleave the servers. Percentiles are
+over every record of every rep.
 
 ``--flush-on-ack`` adds a kafkalite with ``log.flush.on.ack=true`` (acks=all waits for the fsync of
 the written partitions) and measures the disk's own fsync latency in that data directory: 4 KiB
@@ -161,7 +163,7 @@ def main() -> None:
         client_main(a)
         return
 
-    from compare import Mock
+    from compare import Mock, cpu_seconds
 
     from kafkalite.testing.process import BrokerProcess
 
@@ -176,6 +178,7 @@ def main() -> None:
     topics = {f"lat-{rep}-{rate}-{acks}": 1 for rep in range(a.reps) for rate, acks in runs}
     mock = Mock(topics)
     results: dict[tuple[str, int, str], dict[str, list[float]]] = {}
+    pids = {"mock": mock.pid, **{name: broker.pid for name, broker in brokers.items()}}
     try:
         servers = [("mock", mock.bootstrap)] + [(name, b.bootstrap_servers) for name, b in brokers.items()]
         for rep in range(a.reps):
@@ -185,35 +188,42 @@ def main() -> None:
                     if name.endswith("flush.on.ack") and acks != "all":
                         continue
                     topic = f"lat-{rep}-{rate}-{acks}"
+                    cpu_before = cpu_seconds(pids[name])
                     done = subprocess.run([sys.executable, __file__, "client", "--bootstrap", bootstrap,
                                            "--topic", topic, "--rate", str(rate), "--acks", acks,
                                            "--seconds", str(a.seconds)],
                                           capture_output=True, text=True, timeout=a.seconds + 120)
+                    cpu_after = cpu_seconds(pids[name])
                     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
                     if not lines:
                         print(f"  {name} {rate}/s acks={acks}: no result: {done.stderr[-300:]}", flush=True)
                         continue
                     result = json.loads(lines[-1])
-                    into = results.setdefault((name, rate, acks), {"acked": [], "ends": []})
+                    into = results.setdefault((name, rate, acks), {"acked": [], "ends": [], "cpu": []})
                     into["acked"] += result["acked"]
                     into["ends"] += result["ends"]
+                    sent = rate * (a.seconds + WARMUP_S)
+                    if cpu_before is not None and cpu_after is not None:
+                        into["cpu"].append((cpu_after - cpu_before) / sent * 1e6)
                     print(f"  rep{rep + 1} {name:24s} {rate:>6}/s acks={acks:3s} ack p50"
                           f" {percentile(result['acked'], 0.5):6.2f} ms  end-to-end p50"
                           f" {percentile(result['ends'], 0.5):6.2f} ms  ({len(result['ends'])} records,"
-                          f" {result['failures']} failed)", flush=True)
+                          f" {result['failures']} failed; server CPU"
+                          f" {into['cpu'][-1] if into['cpu'] else float('nan'):.0f} µs/record)", flush=True)
         print(f"\nlatency in ms, {SIZE}-byte records, linger.ms 0, over {a.reps} rep(s) of {a.seconds:g} s;"
               " ack = produce() to acknowledgement, e2e = produce() to the consumer")
         print(f"{'server':24s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
-              f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s}")
+              f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'CPU µs/rec':>10s}")
         for rate, acks in runs:
             for name, _ in servers:
                 figures = results.get((name, rate, acks))
                 if not figures:
                     continue
                 acked, ends = figures["acked"], figures["ends"]
+                cpu = statistics.median(figures["cpu"]) if figures["cpu"] else float("nan")
                 print(f"{name:24s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f} {percentile(acked, 0.99):7.2f}"
                       f" {percentile(acked, 0.999):7.2f} {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f}"
-                      f" {percentile(ends, 0.999):7.2f} {len(ends):>8}")
+                      f" {percentile(ends, 0.999):7.2f} {len(ends):>8} {cpu:>10.0f}")
         if a.flush_on_ack:
             times = fsync_latency(scratch)
             print(f"\nthe disk's own fsync (4 KiB appended, then fsync) in the data directory: p50"

@@ -20,10 +20,14 @@ requests allocates and zero-fills no buffer per request. A size prefix split acr
 reads (at most 3 bytes) is kept by the connection and put back at the front of the scratch for its
 next read.
 
-Dispatch: decode the header, find the handler in the registry, decode the body, call the handler
-with a ``RequestContext``. It answers with a response, None (no response: Produce acks=0) or an
-awaitable of either (run as a task). Responses leave in request order: each request takes a slot in
-``_pending`` and slots are written from the front as they complete.
+Dispatch: decode the header, find the handler in the registry, decode the body (Produce and Fetch
+through the codec's hand-written decoders, ``framing.decode_request_body``), call the handler with a
+``RequestContext``. It answers with a response, None (no response: Produce acks=0) or an awaitable
+of either (run as a task, which writes the answer in the step it completes). Responses leave in
+request order: a request that waits, or that arrives while an earlier one waits, takes a slot in
+``_pending``, and slots are written from the front as they complete; a request with nothing ahead
+of it that is answered at once (Produce with acks=0 or 1, a Fetch with data) is written without a
+slot, so the common request costs no task, no future and no slot.
 
 Bad input (size out of range, malformed header or body, unknown API key, unsupported version)
 is logged once with the peer address and closes this connection only; ApiVersions at an unknown
@@ -53,21 +57,23 @@ request and one per response.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 import struct
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, MutableSet, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableSet, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
+from kafkalite.broker.handlers.delayed import DelayedAnswer, run_after_dispatch
 from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import ProtocolError
-from kafkalite.protocol.framing import API_VERSIONS_KEY, encode_response, parse_request
+from kafkalite.protocol.framing import API_VERSIONS_KEY, decode_request_body, encode_response, parse_request
 from kafkalite.protocol.message import Message
 
 if TYPE_CHECKING:
@@ -88,13 +94,14 @@ _connection_ids = itertools.count(1)
 class _Slot:
     """A request's place in the response order."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "done", "response", "task")
+    __slots__ = ("answer", "api_key", "api_version", "correlation_id", "done", "response", "task")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
         self.api_key, self.api_version, self.correlation_id = api_key, api_version, correlation_id
         self.done = False
         self.response: Message | None = None
         self.task: asyncio.Future[Any] | None = None
+        self.answer: Awaitable[Message | None] | None = None  # what the handler returned, when it waits
 
 
 class ReceiveScratch:
@@ -279,6 +286,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                         else:
                             self._scratch.give_back(body)
         finally:
+            run_after_dispatch()  # long polls the requests just read completed, answered now
             self._uncork()
 
     def _read_frames(self, end: int) -> None:
@@ -350,6 +358,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             self._read_frames(len(held))
         finally:
+            run_after_dispatch()
             self._uncork()
         self._update_reading()
         if self._eof and not self._pending and self._held is None:
@@ -406,48 +415,114 @@ class KafkaConnection(asyncio.BufferedProtocol):
         handler = self._handlers.get(api_key)
         if handler is None:
             return self._violation(f"sent unknown API key {api_key} (v{api_version})")
-        slot = _Slot(api_key, api_version, request.correlation_id)
-        if not handler.supports(api_version):
+        if not handler.min_version <= api_version <= handler.max_version:
             if api_key != API_VERSIONS_KEY:
                 return self._violation(f"sent {handler.name} v{api_version}; this broker serves "
                                        f"v{handler.min_version}-{handler.max_version}")
+            slot = _Slot(api_key, api_version, request.correlation_id)
             slot.api_version, slot.done = 0, True
             slot.response = api_versions_response(self._handlers, ErrorCode.UNSUPPORTED_VERSION)
             self._add_slot(slot)
             return self._flush()
         try:
-            body = handler.request_type.decode_from(request.body, api_version)
+            body = decode_request_body(handler.request_type, request.body, api_version)
         except ProtocolError as exc:
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
-        context = RequestContext(self._cluster, api_key, api_version, request.correlation_id,
-                                 request.header.client_id, self.peer, self.connection_id, self.listener_name,
-                                 self.session)
+        correlation_id = request.correlation_id
+        context = RequestContext(self._cluster, api_key, api_version, correlation_id, request.header.client_id,
+                                 self.peer, self.connection_id, self.listener_name, self.session)
+        observer = self.observer
+        if observer is None and not self._pending:
+            return self._handle_now(handler, context, body)
+        slot = _Slot(api_key, api_version, correlation_id)
         self._add_slot(slot)
         try:
-            observer = self.observer
             result = handler.handle(context, body) if observer is None else observer.handle(
                 self, handler, context, body, len(frame))
             if result is not None and not isinstance(result, Message):
-                slot.task = asyncio.ensure_future(result)
-                slot.task.add_done_callback(partial(self._completed, slot, handler))
-                return self._update_reading()
+                return self._await_answer(slot, handler, result)
         except Exception as exc:
             return self._handler_failed(handler, api_version, exc)
         slot.response, slot.done = result, True
         self._flush()
+
+    def _handle_now(self, handler: ApiHandler, context: RequestContext, body: Any) -> None:
+        """Dispatch with nothing queued ahead and no observer: an answer ready at once is written
+        without a slot in the response order; one that has to wait takes a slot as usual."""
+        budget = self._budget
+        if budget is not None:
+            budget.add_request()
+        try:
+            result = handler.handle(context, body)
+        except Exception as exc:
+            if budget is not None:
+                budget.end_request()
+            return self._handler_failed(handler, context.api_version, exc)
+        if result is not None and not isinstance(result, Message):
+            slot = _Slot(context.api_key, context.api_version, context.correlation_id)
+            self._pending.append(slot)  # the budget counts it already
+            return self._await_answer(slot, handler, result)
+        if budget is not None:
+            budget.end_request()
+        if result is not None:
+            try:
+                buffers = encode_response(result, context.api_key, context.api_version, context.correlation_id)
+            except Exception:
+                log.exception("cannot encode the response to %s (API key %d v%d); closing the connection",
+                              self.peer, context.api_key, context.api_version)
+                return self.close()
+            if self._corked is not None:
+                self._corked.extend(buffers)
+            elif self.transport is not None:
+                self.transport.writelines(buffers)
+                self._last_activity = self._clock()
+        if self._drained is not None:
+            self._set_drained()
+        if self._eof and self._held is None:
+            self.close()
 
     def _add_slot(self, slot: _Slot) -> None:
         self._pending.append(slot)
         if self._budget is not None:
             self._budget.add_request()
 
-    def _completed(self, slot: _Slot, handler: ApiHandler, task: asyncio.Future[Any]) -> None:
-        if task.cancelled() or self._closed:
+    def _await_answer(self, slot: _Slot, handler: ApiHandler, answer: Awaitable[Message | None]) -> None:
+        """Wait for a handler's answer: a ``DelayedAnswer`` calls back when it is there; anything
+        else awaitable runs as a task."""
+        slot.answer = answer
+        if type(answer) is DelayedAnswer:
+            answer.add_done_callback(partial(self._delayed_answer_done, slot, handler))
+        else:
+            slot.task = asyncio.ensure_future(self._answer_when_ready(slot, handler, answer))
+        self._update_reading()
+
+    def _delayed_answer_done(self, slot: _Slot, handler: ApiHandler, answer: DelayedAnswer) -> None:
+        """A delayed answer is there (called from the event that completed it): write it now, in
+        request order."""
+        if self._closed:
             return
-        exc = task.exception()
-        if exc is not None:
+        try:
+            response = answer.result()
+        except Exception as exc:
             return self._handler_failed(handler, slot.api_version, exc)
-        slot.response, slot.done = task.result(), True
+        slot.response, slot.done = response, True
+        self._flush()
+
+    async def _answer_when_ready(self, slot: _Slot, handler: ApiHandler,
+                                 answer: Awaitable[Message | None]) -> None:
+        """Await a handler's answer and write it in the same step (no hop through a done callback),
+        so a long poll woken by an append is answered as soon as its task runs."""
+        try:
+            response = await answer
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not self._closed:
+                self._handler_failed(handler, slot.api_version, exc)
+            return
+        if self._closed:
+            return
+        slot.response, slot.done = response, True
         self._flush()
 
     def _flush(self) -> None:
@@ -598,8 +673,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _cancel_pending(self) -> None:
         for slot in self._pending:
-            if slot.task is not None and not slot.task.done():
+            if type(slot.answer) is DelayedAnswer:
+                slot.answer.cancel()
+            elif slot.task is not None and not slot.task.done():
                 slot.task.cancel()
+                answer = slot.answer
+                if inspect.iscoroutine(answer) and inspect.getcoroutinestate(answer) == inspect.CORO_CREATED:
+                    answer.close()  # cancelled before its task first ran: it never will
             if self._budget is not None:
                 self._budget.end_request()
         self._pending.clear()

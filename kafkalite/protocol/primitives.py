@@ -150,6 +150,9 @@ class Reader:
         """Unsigned base-128 varint of at most 5 bytes (a uint32)."""
         view = self.view
         pos = self.pos
+        if pos < len(view) and view[pos] < 0x80:  # one byte: most lengths and counts
+            self.pos = pos + 1
+            return view[pos]
         result = 0
         shift = 0
         end = len(view)
@@ -327,6 +330,10 @@ class Reader:
 
     def skip_tagged_fields(self) -> TaggedFields | None:
         """Read a tagged-field section whose tags are all unknown; keep them."""
+        view, pos = self.view, self.pos
+        if pos < len(view) and view[pos] == 0:  # no tagged fields: nearly every section
+            self.pos = pos + 1
+            return None
         unknown: TaggedFields | None = None
         for tag, value in self.tagged_fields():
             unknown = keep_unknown_tag(unknown, tag, value)

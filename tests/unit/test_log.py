@@ -498,3 +498,26 @@ def test_flush_can_run_off_the_event_loop(tmp_path: Path) -> None:
     memory.append(make_batch(1), T0)
     memory_pending = memory.prepare_flush()
     assert memory_pending is not None and memory_pending.handles == []
+
+
+def test_reads_near_the_end_find_the_same_batches_as_a_log_that_walks_its_headers(tmp_path: Path) -> None:
+    """A segment remembers where its recent appends are; every read must find what walking the
+    batch headers from the offset index finds (a reopened log remembers nothing, so it walks)."""
+    config = LogConfig(index_interval_bytes=300, segment_bytes=2500)
+    written = DiskLog.create(tmp_path / "t-0", config, T0)
+    for index in range(60):
+        written.append(make_batch(1 + index % 4, timestamp=T0 + index, value_size=5 + index % 7), T0)
+    reopened = DiskLog.load(tmp_path / "t-0", config, clean_shutdown=False, now_ms=T0)
+    try:
+        end = written.log_end_offset
+        assert reopened.log_end_offset == end and len(written.segment_base_offsets()) > 2
+        for offset in range(end + 1):
+            for max_bytes in (1, 150, 400, 10_000):
+                for upper_bound in (None, max(offset, end - 3)):
+                    seen = [log.read(offset, max_bytes, min_one_batch=True, upper_bound=upper_bound)
+                            for log in (written, reopened)]
+                    assert [b"".join(result.chunks) for result in seen][0] == b"".join(seen[1].chunks)
+                    assert (seen[0].next_offset, seen[0].size) == (seen[1].next_offset, seen[1].size)
+    finally:
+        written.close()
+        reopened.close()

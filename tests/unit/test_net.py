@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
+from kafkalite.broker.handlers.delayed import DelayedAnswer
 from kafkalite.broker.handlers.registry import ApiHandler, RequestContext
 from kafkalite.broker.net import SCRATCH_BYTES, KafkaConnection, ReceiveScratch
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget, parse_connection_overrides
@@ -234,6 +235,74 @@ def test_a_request_without_response_keeps_its_place() -> None:
         assert transport.correlation_ids() == [1, 3, 4]
 
     run(scenario)
+
+
+def delayed_handlers() -> tuple[Handlers, dict[int, DelayedAnswer], list[int]]:
+    """Handlers whose Metadata answers are ``DelayedAnswer``s the test completes (by correlation id);
+    the ids whose answers were cancelled are listed."""
+    handlers = Handlers()
+    answers: dict[int, DelayedAnswer] = {}
+    cancelled: list[int] = []
+
+    def delayed_metadata(context: RequestContext, request: MetadataRequest) -> DelayedAnswer:
+        answer = answers[context.correlation_id] = DelayedAnswer(
+            on_cancel=lambda: cancelled.append(context.correlation_id))
+        return answer
+
+    handlers.table[3] = handlers._handler(3, 0, 4, delayed_metadata)
+    return handlers, answers, cancelled
+
+
+def test_a_delayed_answer_is_written_from_the_event_that_completes_it_in_request_order() -> None:
+    async def scenario() -> None:
+        handlers, answers, _ = delayed_handlers()
+        connection, transport = connect(handlers)
+        feed(connection, metadata(1) + heartbeat(2) + metadata(3))
+        answers[3].complete(MetadataResponse(cluster_id="three"))
+        assert transport.written == b""  # 3 waits for 1
+        answers[1].complete(MetadataResponse(cluster_id="one"))
+        assert transport.correlation_ids() == [1, 2, 3]  # written at once: no task, no step of the loop
+        assert connection.in_flight == 0
+
+    run(scenario)
+
+
+def test_a_failed_delayed_answer_closes_the_connection_and_a_closed_one_cancels_the_rest(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        handlers, answers, cancelled = delayed_handlers()
+        connection, transport = connect(handlers)
+        feed(connection, metadata(1) + metadata(2))
+        answers[1].fail(RuntimeError("metadata handler failed"))
+        assert transport.closed and cancelled == [2]
+        assert "Metadata v4" in caplog.text and "failed" in caplog.text
+        answers[2].complete(MetadataResponse())  # too late: nothing is written, nothing raises
+        assert transport.written == b""
+
+    run(scenario)
+
+
+def test_a_delayed_answer_can_be_awaited_and_awaiting_it_cancelled() -> None:
+    async def scenario() -> None:
+        answer = DelayedAnswer()
+        waiting = asyncio.ensure_future(_await(answer))
+        await asyncio.sleep(0)
+        answer.complete(MetadataResponse(cluster_id="x"))
+        assert (await waiting) == MetadataResponse(cluster_id="x")
+        stopped: list[bool] = []
+        other = DelayedAnswer(on_cancel=lambda: stopped.append(True))
+        task = asyncio.ensure_future(_await(other))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert stopped == [True] and other.cancelled
+
+    run(scenario)
+
+
+async def _await(answer: DelayedAnswer) -> Message | None:
+    return await answer
 
 
 # framing ----------------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from kafkalite.protocol.compression import Compression
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
 from kafkalite.protocol.records import (
+    LOG_OVERHEAD,
     NO_TIMESTAMP,
     ControlRecordType,
     EndTransactionMarker,
@@ -81,6 +82,9 @@ __all__ = ["AppendInfo", "Partition", "ReadInfo", "RecordValidationError", "LEAD
 LEADER_EPOCH = 0
 OFFSETS_MOVED = -1  # the size a watcher is told when the log start or last stable offset moved without an append
 _LONG_MAX = (1 << 63) - 1
+_TIMESTAMP_TYPE_BIT = 0x08  # batch attributes (docs/record-batch.md)
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
 _TOPIC_CODECS = {
     "uncompressed": Compression.NONE,
     "gzip": Compression.GZIP,
@@ -133,7 +137,8 @@ class Partition:
     """
 
     __slots__ = ("topic_name", "index", "log", "settings", "leader_epoch", "producer_state", "_listeners",
-                 "_active_segment", "deleted", "background", "_watchers")
+                 "_active_segment", "deleted", "background", "_watchers", "_rules_of", "_log_append", "_compacted",
+                 "_plain")
 
     def __init__(self, topic_name: str, index: int, partition_log: PartitionLog, settings: TopicConfig, *,
                  producer_id_expiration_ms: int, background: Background | None = None) -> None:
@@ -150,6 +155,17 @@ class Partition:
         self.producer_state = ProducerStateManager(f"{topic_name}-{index}", partition_log.directory)
         self.producer_state.load(partition_log, wall_clock_ms(), producer_id_expiration_ms)
         self._active_segment = partition_log.active_segment_base_offset
+        self._read_rules(settings)
+
+    def _read_rules(self, settings: TopicConfig) -> None:
+        """What appends need of the topic's configs, worked out once per ``settings`` (the topic
+        manager replaces the object when a config changes)."""
+        self._rules_of = settings
+        self._log_append = settings.message_timestamp_type == "LogAppendTime"
+        self._compacted = "compact" in settings.cleanup_policy
+        # CreateTime, no key required, the producer's codec kept, no lower bound on timestamps
+        self._plain = (not self._log_append and not self._compacted and settings.compression_type == "producer"
+                       and settings.message_timestamp_before_max_ms >= _LONG_MAX)
 
     def __repr__(self) -> str:
         return f"Partition({self.topic_name}-{self.index})"
@@ -192,7 +208,8 @@ class Partition:
             batch = RecordBatch(data)
         except CorruptRecordError as exc:
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-        if batch.size != len(records):
+        size = batch.batch_length + LOG_OVERHEAD
+        if size != len(records):
             raise KafkaError(ErrorCode.INVALID_RECORD,
                               "Produce requests with version 3+ must have exactly one record batch per partition")
         try:
@@ -200,19 +217,31 @@ class Partition:
         except CorruptRecordError as exc:
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
         settings = self.settings
+        if settings is not self._rules_of:
+            self._read_rules(settings)
         max_message_bytes = settings.max_message_bytes
-        if batch.size > max_message_bytes:
+        if size > max_message_bytes:
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                              f"The batch of {batch.size} bytes exceeds max.message.bytes {max_message_bytes}")
+                              f"The batch of {size} bytes exceeds max.message.bytes {max_message_bytes}")
         count = batch.records_count
-        if batch.last_offset_delta < 0 or count <= 0 or batch.last_offset_delta + 1 != count:
+        last_offset_delta = batch.last_offset_delta
+        if last_offset_delta < 0 or count <= 0 or last_offset_delta + 1 != count:
             raise KafkaError(ErrorCode.INVALID_RECORD,
-                              f"Inconsistent batch offset range (last offset delta {batch.last_offset_delta}) "
+                              f"Inconsistent batch offset range (last offset delta {last_offset_delta}) "
                               f"and record count {count}")
-        if batch.is_control:
+        attributes = batch.attributes
+        if attributes & _CONTROL_BIT:
             raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
         producer_id = batch.producer_id
-        log_append = settings.message_timestamp_type == "LogAppendTime"
+        log_append = self._log_append
+        if (producer_id < 0 and not attributes & (_TRANSACTIONAL_BIT | _TIMESTAMP_TYPE_BIT) and self._plain
+                and 0 <= batch.base_timestamp <= batch.max_timestamp and (
+                    batch.max_timestamp == batch.base_timestamp or count > 1)
+                and batch.max_timestamp - now_ms <= settings.message_timestamp_after_max_ms):
+            # The common batch (no producer id, CreateTime with a plausible header, a topic that keeps
+            # the producer's codec and bounds no timestamp from below), checked as the general path
+            # below checks it, without its look-ups: nothing is rewritten but the offsets and the epoch.
+            return AppendInfo(self._append(batch, now_ms), -1, self.log.log_start_offset)
         if producer_id >= 0:
             if batch.base_sequence < 0:
                 raise KafkaError(ErrorCode.INVALID_RECORD, "Invalid sequence number for a batch with a producer id")
@@ -236,7 +265,7 @@ class Partition:
             raise _refuse_records(batch, lambda record: (
                 f"Invalid timestamp type in message {_describe(record)}. Producer should not set timestamp "
                 "type to LogAppendTime."))
-        if "compact" in settings.cleanup_policy:
+        if self._compacted:
             self._require_keys(batch)
         max_timestamp = NO_TIMESTAMP if log_append else self._create_time_max_timestamp(batch, now_ms, settings)
         target = settings.compression_type

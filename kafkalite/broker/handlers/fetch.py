@@ -23,12 +23,12 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from kafkalite.broker.core.fetch_sessions import CachedPartition, FetchPlan, WantedPartition, plan_fetch
 from kafkalite.broker.core.log.partition_log import OffsetOutOfRange
 from kafkalite.broker.core.partition import Partition, ReadInfo
+from kafkalite.broker.handlers.delayed import DelayedAnswer, after_dispatch
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import FetchRequest, FetchResponse
@@ -46,7 +46,7 @@ class _Result:
 
 
 @handles(api_key=1, min_version=4, max_version=17)
-def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchResponse | Awaitable[FetchResponse]:
+def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchResponse | DelayedAnswer:
     cluster = context.cluster
     version = context.api_version
     plan = plan_fetch(cluster.fetch_sessions, cluster.topics, request, version, int(time.time() * 1000))
@@ -64,57 +64,65 @@ def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchRespons
     return _wait_then_respond(plan, request, max_bytes, read_committed, version, available)
 
 
-async def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, read_committed: bool,
-                             version: int, available: int) -> FetchResponse:
-    """Park until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again: on the session when
-    there is one (its watchers see every partition of it), else on each partition read."""
+def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, read_committed: bool,
+                       version: int, available: int) -> DelayedAnswer:
+    """Park until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again and answer once the
+    requests being dispatched with the append are done, or from the timer: in the same loop iteration,
+    no task. Parked on the session when there is one (its watchers see every partition of it), else on
+    each partition read."""
     loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
     arrived = available
+    session = plan.session
+    positions = {id(w.partition): w.fetch_offset for w in plan.partitions if w.partition is not None}
+    partitions = {} if session is not None else {
+        id(w.partition): w.partition for w in plan.partitions if w.partition is not None}
+
+    def stop_waiting() -> None:
+        timer.cancel()
+        if session is not None:
+            if on_session_change in session.waiters:
+                session.waiters.remove(on_session_change)
+        else:
+            for partition in partitions.values():
+                partition.remove_listener(on_append)
+
+    answer = DelayedAnswer(on_cancel=stop_waiting)
+
+    def finish() -> None:
+        if answer.done:
+            return
+        stop_waiting()
+        try:
+            results = _read_all(plan.revisit(), max_bytes, read_committed)
+            answer.complete(_answer(plan, results, version, read_committed))
+        except Exception as exc:
+            answer.fail(exc)
 
     def arrive(partition: Partition, size: int, position: int) -> None:
         nonlocal arrived
-        if size < 0:  # offsets moved without an append: nothing arrived
+        if answer.done or size < 0:  # size < 0: offsets moved without an append, nothing arrived
             return
-        if read_committed and size and partition.last_stable_offset <= position:
+        if size == 0:  # the topic is being deleted: answer once the deletion is over
+            return after_dispatch(finish)
+        if read_committed and partition.last_stable_offset <= position:
             return  # nothing a read_committed fetch may see yet (the data is in an open transaction)
         arrived += size
-        if (arrived >= request.min_bytes or size == 0) and not done.done():
-            done.set_result(None)
+        if arrived >= request.min_bytes:
+            after_dispatch(finish)  # once the request that appended (and those read with it) are done
 
-    def waited() -> None:
-        if not done.done():
-            done.set_result(None)
+    def on_session_change(cached: CachedPartition, partition: Partition, size: int) -> None:
+        arrive(partition, size, cached.fetch_offset)
 
-    session = plan.session
-    timer = loop.call_later(request.max_wait_ms / 1000, waited)
+    def on_append(partition: Partition, size: int) -> None:
+        arrive(partition, size, positions.get(id(partition), 0))
+
     if session is not None:
-        def on_session_change(cached: CachedPartition, partition: Partition, size: int) -> None:
-            arrive(partition, size, cached.fetch_offset)
-
         session.waiters.append(on_session_change)
-        try:
-            await done
-        finally:
-            timer.cancel()
-            session.waiters.remove(on_session_change)
     else:
-        positions = {id(w.partition): w.fetch_offset for w in plan.partitions if w.partition is not None}
-
-        def on_append(partition: Partition, size: int) -> None:
-            arrive(partition, size, positions.get(id(partition), 0))
-
-        partitions = {id(w.partition): w.partition for w in plan.partitions if w.partition is not None}
         for partition in partitions.values():
             partition.add_listener(on_append)
-        try:
-            await done
-        finally:
-            timer.cancel()
-            for partition in partitions.values():
-                partition.remove_listener(on_append)
-    results = _read_all(plan.revisit(), max_bytes, read_committed)
-    return _answer(plan, results, version, read_committed)
+    timer = loop.call_later(request.max_wait_ms / 1000, finish)
+    return answer
 
 
 def _answer(plan: FetchPlan, results: list[_Result], version: int, read_committed: bool) -> FetchResponse:

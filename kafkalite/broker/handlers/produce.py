@@ -52,26 +52,27 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
         ProduceResponse | None]:
     version = context.api_version
     acks = request.acks
-    response = ProduceResponse()
+    cluster = context.cluster
+    responses: list[TopicProduceResponse] = []
     now_ms = int(time.time() * 1000)
+    flush = acks == -1 and cluster.flush_on_ack
     written: list[tuple[Partition, PartitionProduceResponse]] = []
-    verify = context.cluster.transactions.verify_partition if context.cluster.verify_transactions else None
+    verify = cluster.transactions.verify_partition if cluster.verify_transactions else None
+    refusal = _refusal(version, acks)
+    topics = cluster.topics
     for topic_data in request.topic_data:
-        topic_response = TopicProduceResponse(name=topic_data.name)
-        response.responses.append(topic_response)
-        topic = context.cluster.topics.get(topic_data.name)
+        partition_responses: list[PartitionProduceResponse] = []
+        responses.append(TopicProduceResponse(topic_data.name, partition_responses))
+        topic = topics.get(topic_data.name)
+        partitions = () if topic is None else topic.partitions
         for partition_data in topic_data.partition_data:
-            result = PartitionProduceResponse(index=partition_data.index, base_offset=-1)
-            topic_response.partition_responses.append(result)
-            if version < _MIN_SERVED_VERSION:
-                result.error_code = ErrorCode.UNSUPPORTED_VERSION
-                result.error_message = "Produce v0-2 (message formats 0 and 1) is not supported; use v3+"
+            index = partition_data.index
+            result = PartitionProduceResponse(index, 0, -1)
+            partition_responses.append(result)
+            if refusal is not None:
+                result.error_code, result.error_message = refusal
                 continue
-            if acks not in (0, 1, -1):
-                result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
-                continue
-            partition = None if topic is None else topic.partitions[partition_data.index] if (
-                0 <= partition_data.index < len(topic.partitions)) else None
+            partition = partitions[index] if 0 <= index < len(partitions) else None
             if partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -107,12 +108,22 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
             result.base_offset = appended.base_offset
             result.log_append_time_ms = appended.log_append_time
             result.log_start_offset = appended.log_start_offset
-            written.append((partition, result))
+            if flush:
+                written.append((partition, result))
     if acks == 0:
         return None
-    if acks == -1 and written and context.cluster.flush_on_ack:
-        return _flush_then_answer(written, response, context.cluster.log_manager.group_commit)
-    return response
+    if written:
+        return _flush_then_answer(written, ProduceResponse(responses), cluster.log_manager.group_commit)
+    return ProduceResponse(responses)
+
+
+def _refusal(version: int, acks: int) -> tuple[ErrorCode, str | None] | None:
+    """The error every partition of the request gets, when the request itself is refused."""
+    if version < _MIN_SERVED_VERSION:
+        return ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 (message formats 0 and 1) is not supported; use v3+"
+    if acks not in (0, 1, -1):
+        return ErrorCode.INVALID_REQUIRED_ACKS, None
+    return None
 
 
 async def _flush_then_answer(written: list[tuple[Partition, PartitionProduceResponse]], response: ProduceResponse,

@@ -30,6 +30,7 @@ import os
 import shutil
 import struct
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -77,6 +78,7 @@ class _BatchSpan:
     last_offset: int
     size: int
 _MIN_BLOCK: Final = 64 * 1024
+_MAX_RECENT: Final = 1024  # recent appends remembered (a large index.interval.bytes walks headers beyond them)
 _SCAN_BLOCK: Final = 16 * 1024
 _MAX_BLOCK: Final = 8 * 1024 * 1024
 
@@ -157,6 +159,9 @@ class FileSegment(LogSegment):
         self._log_writes = 1 if create else 0  # writes to the .log file, and how many of them an fsync covered
         self._log_synced = 0
         self.torn = False  # a failed write could not be cut back: the file ends in a partial batch
+        # The batches appended since the last offset index entry, that batch included (base offsets,
+        # last offsets, positions): a read near the end finds its batch here instead of walking headers.
+        self._recent: tuple[list[int], list[int], list[int]] = ([], [], [])
         if create:
             try:  # empty index files exist from the start, as in Kafka
                 self.offset_index.replace([])
@@ -327,6 +332,7 @@ class FileSegment(LogSegment):
             self.offset_index.keep_and_append(kept_offsets, offset_entries[kept_offsets:])
             self.time_index.keep_and_append(kept_times, time_entries[kept_times:])
         self._bytes_since_index_entry = bytes_since_entry
+        self._recent = ([], [], [])
         return RecoveryOutcome(valid, truncated, reason)
 
     # --- appending ---------------------------------------------------------------------------------
@@ -355,7 +361,14 @@ class FileSegment(LogSegment):
             except OSError as exc:
                 log.warning("%s: an index entry could not be written (skipped): %s", self.log_path, exc)
             self._bytes_since_index_entry = 0
+            self._recent = ([], [], [])
         self._bytes_since_index_entry += batch.size
+        bases, lasts, positions = self._recent
+        if len(positions) >= _MAX_RECENT:
+            bases, lasts, positions = self._recent = ([], [], [])
+        bases.append(batch.base_offset)
+        lasts.append(batch.last_offset)
+        positions.append(position)
         return position
 
     def is_index_full(self, segment_index_bytes: int) -> bool:
@@ -391,8 +404,17 @@ class FileSegment(LogSegment):
         return _BatchSpan(position, base_offset, base_offset + last_offset_delta, size)
 
     def _batch_at(self, offset: int) -> _BatchSpan | None:
-        """The first batch whose last offset is >= ``offset``, walking headers from the closest index
-        entry below it (one small ``pread`` per batch; batch bodies are never read here)."""
+        """The first batch whose last offset is >= ``offset``: among the recent appends when it is one
+        of them, else walking headers from the closest index entry below it (one small ``pread`` per
+        batch; batch bodies are never read here)."""
+        bases, lasts, positions = self._recent
+        if positions and offset >= bases[0]:
+            found = bisect_left(lasts, offset)
+            if found == len(lasts):
+                return None
+            position = positions[found]
+            end = positions[found + 1] if found + 1 < len(positions) else self.size
+            return _BatchSpan(position, bases[found], lasts[found], end - position)
         position = self._position_for(offset)
         while (span := self._header_at(position)) is not None:
             if span.last_offset >= offset:

@@ -1,0 +1,129 @@
+"""The hand-written Fetch codec against the generated one on every version: the response encoder gives
+the same bytes and keeps large record sets as buffers of their own (the stored bytes, not a copy);
+the request decoder gives the same request, or the same error type, for valid and mutated bodies."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkalite.protocol import ProtocolError
+from kafkalite.protocol.fetch_codec import ZERO_COPY_BYTES, _read_request, decode_fetch_request, encode_fetch_response
+from kafkalite.protocol.messages import FetchRequest, FetchResponse, ResponseHeader
+from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic
+from kafkalite.protocol.messages.fetch_response import (
+    AbortedTransaction,
+    FetchableTopicResponse,
+    LeaderIdAndEpoch,
+    PartitionData,
+)
+from kafkalite.protocol.primitives import Reader, Writer
+from tests.unit.message_factory import build
+from tests.unit.test_codec_fuzz import mutated
+
+VERSIONS = range(FetchResponse.VALID_VERSIONS[0], FetchResponse.VALID_VERSIONS[1] + 1)
+
+
+def generic_frame(response: FetchResponse, version: int, correlation_id: int) -> bytes:
+    writer = Writer()
+    writer.int32(0)
+    ResponseHeader(correlation_id).encode_into(writer, 1 if version >= 12 else 0)
+    response.encode_into(writer, version)
+    frame = bytearray(writer.getvalue())
+    frame[:4] = (len(frame) - 4).to_bytes(4, "big")
+    return bytes(frame)
+
+
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(VERSIONS), st.integers(0, 2**32 - 1), st.integers(-(2**31), 2**31 - 1))
+def test_a_random_response_encodes_as_the_generated_class_encodes_it(version: int, seed: int,
+                                                                      correlation_id: int) -> None:
+    response = build(random.Random(seed), FetchResponse, version)
+    buffers = encode_fetch_response(response, version, correlation_id)
+    if buffers is not None:  # None: left to the generated encoder
+        assert b"".join(buffers) == generic_frame(response, version, correlation_id)
+
+
+def broker_answer(records: object, aborted: list[AbortedTransaction] | None) -> FetchResponse:
+    return FetchResponse(session_id=7, responses=[
+        FetchableTopicResponse(topic="orders", topic_id=uuid.UUID(int=5), partitions=[
+            PartitionData(partition_index=0, high_watermark=10, last_stable_offset=10, log_start_offset=0,
+                          aborted_transactions=aborted, records=records),  # type: ignore[arg-type]
+            PartitionData(partition_index=1, error_code=1, high_watermark=-1, last_stable_offset=-1,
+                          log_start_offset=-1, records=b""),
+        ]),
+        FetchableTopicResponse(topic="ünïcode", topic_id=uuid.UUID(int=6), partitions=[
+            PartitionData(partition_index=3, high_watermark=4, last_stable_offset=2, log_start_offset=1,
+                          records=None)]),
+    ])
+
+
+def test_the_broker_s_answers_take_the_hand_written_path_on_every_version() -> None:
+    large = bytes(range(256)) * (ZERO_COPY_BYTES // 256 + 1)
+    for version in VERSIONS:
+        for records in (b"small batch", [b"one", b"two"], [large, b"tail"], large):
+            for aborted in (None, [], [AbortedTransaction(producer_id=3, first_offset=4)]):
+                response = broker_answer(records, aborted)
+                buffers = encode_fetch_response(response, version, 99)
+                assert buffers is not None
+                assert b"".join(buffers) == generic_frame(response, version, 99)
+                if records is large or isinstance(records, list) and records[0] is large:
+                    assert any(buffer is large for buffer in buffers)  # by reference, not copied
+
+
+def test_what_the_hand_written_encoder_leaves_to_the_generated_one() -> None:
+    response = broker_answer(b"x", None)
+    response.responses[0].partitions[0].current_leader = LeaderIdAndEpoch(1, 2)
+    assert encode_fetch_response(response, 12, 1) is None
+    response = broker_answer(b"x", None)
+    response.unknown_tagged_fields = [(9, b"")]
+    assert encode_fetch_response(response, 12, 1) is None
+
+
+REQUEST_VERSIONS = range(FetchRequest.VALID_VERSIONS[0], FetchRequest.VALID_VERSIONS[1] + 1)
+
+
+def decode_both(body: bytes, version: int) -> tuple[object, object]:
+    """What each decoder makes of ``body``: the request and where the reader stopped, or the error type."""
+    outcomes: list[object] = []
+    for decode in (FetchRequest.decode_from, decode_fetch_request):
+        reader = Reader(body)
+        try:
+            outcomes.append((decode(reader, version), reader.pos))
+        except ProtocolError:
+            outcomes.append(ProtocolError)
+    return outcomes[0], outcomes[1]
+
+
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(REQUEST_VERSIONS), st.integers(0, 2**32 - 1))
+def test_a_valid_request_decodes_as_the_generated_class_decodes_it(version: int, seed: int) -> None:
+    request = build(random.Random(seed), FetchRequest, version)
+    generic, fast = decode_both(request.encode(version), version)
+    assert fast == generic
+
+
+@settings(max_examples=300, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_a_mutated_request_decodes_or_fails_as_the_generated_class(data: st.DataObject) -> None:
+    version = data.draw(st.sampled_from(REQUEST_VERSIONS), label="version")
+    request = build(random.Random(data.draw(st.integers(0, 2**32 - 1), label="seed")), FetchRequest, version)
+    body = data.draw(mutated(request.encode(version)), label="body")
+    generic, fast = decode_both(body, version)
+    assert fast == generic
+
+
+def test_a_consumer_s_request_takes_the_hand_written_path() -> None:
+    for version in REQUEST_VERSIONS:
+        request = FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, isolation_level=1, session_id=3,
+                               session_epoch=4, rack_id="r", topics=[FetchTopic(
+                                   topic="orders", topic_id=uuid.UUID(int=9), partitions=[FetchPartition(
+                                       partition=2, current_leader_epoch=0, fetch_offset=123, last_fetched_epoch=0,
+                                       log_start_offset=-1, partition_max_bytes=1 << 20)])])
+        body = request.encode(version)
+        reader = Reader(body)
+        assert _read_request(reader, version) == FetchRequest.decode(body, version) and reader.pos == len(body)
