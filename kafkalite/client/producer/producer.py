@@ -358,39 +358,14 @@ class Producer:
             timestamp = int(time.time() * 1000)
         values = [value if type(value) is bytes else _to_bytes("value", value) for value in values]
         partitions = await self._topic_partitions_for(topic)
-        accumulator = self._accumulator
-        assert accumulator is not None
         futures = []
-        position = 0
-        total = len(values)
-        batch_size = accumulator.batch_size
+        position, total = 0, len(values)
         sender = self._sender
         assert sender is not None
         while position < total:
             index = self._partitioner.partition(topic, None, len(partitions), ())
-            topic_partition = partitions[index]
-            queue = accumulator.batches.get(topic_partition)
-            batch = queue[-1] if queue else None
-            if batch is None or batch.writer is None or batch.is_full:
-                opened = await self._append_new_batch(topic_partition, timestamp, None, values[position], None)
-                position += 1
-                batch, first = opened.batch, opened.offset_delta
-                if batch.writer is None or batch.is_full:  # the sender took it while we yielded
-                    futures.append(opened)
-                    continue
-            else:
-                first = batch.records_count
-            writer = batch.writer
-            # Offer about as many values as the batch can still take (a slice, not the whole rest).
-            typical = len(values[position] or b"") if position < total else 0
-            end = min(total, position + 16 + max(0, batch_size - len(writer.buffer)) // (typical + 8))
-            taken = writer.append_values(timestamp, values[position:end], limit=batch_size)
-            batch.records_count = writer.records_count
-            position += taken
-            if taken or first < batch.records_count:
-                futures.append(RecordFuture(batch, first, timestamp))
-            if position < end:  # the batch is full: send it while the next one fills
-                batch.is_full = True
+            position, full = await self._fill_batch(partitions[index], timestamp, None, values, position, futures)
+            if full:  # send it while the next one fills
                 if self._partitioner.uses_sticky(None):
                     self._partitioner.next_sticky(topic, index, len(partitions),
                                                   self._client.metadata.available_partitions(topic))  # type: ignore[union-attr]
@@ -430,38 +405,56 @@ class Producer:
     async def _append_many(self, topic_partition: TopicPartition, timestamp: int, keys: list[bytes | None],
                            values: list[bytes | None]) -> list[RecordFuture]:
         """Append keyed records to one partition's batches; one future per batch used."""
-        accumulator, sender = self._accumulator, self._sender
-        assert accumulator is not None and sender is not None
-        batch_size = accumulator.batch_size
+        sender = self._sender
+        assert sender is not None
         futures: list[RecordFuture] = []
         position, total = 0, len(values)
         while position < total:
-            queue = accumulator.batches.get(topic_partition)
-            batch = queue[-1] if queue else None
-            if batch is None or batch.writer is None or batch.is_full:
-                opened = await self._append_new_batch(topic_partition, timestamp, keys[position], values[position],
-                                                      None)
-                position += 1
-                batch, first = opened.batch, opened.offset_delta
-                if batch.writer is None or batch.is_full:  # the sender took it while we yielded
-                    futures.append(opened)
-                    continue
-            else:
-                first = batch.records_count
-            writer = batch.writer
-            typical = len(values[position] or b"") + len(keys[position] or b"") if position < total else 0
-            end = min(total, position + 16 + max(0, batch_size - len(writer.buffer)) // (typical + 8))
-            taken = writer.append_values(timestamp, values[position:end], keys[position:end], limit=batch_size)
-            batch.records_count = writer.records_count
-            position += taken
-            if taken or first < batch.records_count:
-                futures.append(RecordFuture(batch, first, timestamp))
-            if position < end:  # the batch is full: send it while the next one fills
-                batch.is_full = True
+            position, full = await self._fill_batch(topic_partition, timestamp, keys, values, position, futures)
+            if full:  # send it while the next one fills
                 sender.wakeup()
                 await asyncio.sleep(0)
         sender.wakeup()
         return futures
+
+    async def _fill_batch(self, topic_partition: TopicPartition, timestamp: int, keys: Sequence[bytes | None] | None,
+                          values: Sequence[bytes | None], position: int,
+                          futures: list[RecordFuture]) -> tuple[int, bool]:
+        """Put records from ``position`` on into the partition's open batch (opening one when there is
+        none), as many as it takes; add the future of what went in to ``futures``. Returns the next
+        position and whether the batch is full now (marked so: the sender may take it)."""
+        accumulator = self._accumulator
+        assert accumulator is not None
+        batch_size = accumulator.batch_size
+        total = len(values)
+        queue = accumulator.batches.get(topic_partition)
+        batch = queue[-1] if queue else None
+        if batch is None or batch.writer is None or batch.is_full:
+            opened = await self._append_new_batch(topic_partition, timestamp, None if keys is None else keys[position],
+                                                  values[position], None)
+            position += 1
+            batch, first = opened.batch, opened.offset_delta
+            if batch.writer is None or batch.is_full:  # the sender took it while we yielded
+                futures.append(opened)
+                return position, False
+        else:
+            first = batch.records_count
+        writer = batch.writer
+        # Offer about as many records as the batch can still take (a slice, not the whole rest).
+        typical = 0
+        if position < total:
+            typical = len(values[position] or b"") + (0 if keys is None else len(keys[position] or b""))
+        end = min(total, position + 16 + max(0, batch_size - len(writer.buffer)) // (typical + 8))
+        taken = writer.append_values(timestamp, values[position:end], None if keys is None else keys[position:end],
+                                     limit=batch_size)
+        batch.records_count = writer.records_count
+        position += taken
+        if taken or first < batch.records_count:
+            futures.append(RecordFuture(batch, first, timestamp))
+        full = position < end
+        if full:
+            batch.is_full = True
+        return position, full
 
     # --- transactions --------------------------------------------------------------------------------
 
