@@ -34,7 +34,7 @@ from kafkalite.protocol.messages.fetch_response import (
     PartitionData,
     SnapshotId,
 )
-from kafkalite.protocol.primitives import ZERO_UUID, Reader, not_null
+from kafkalite.protocol.primitives import ZERO_UUID, Reader, append_uvarint, not_null
 
 __all__ = ["ZERO_COPY_BYTES", "decode_fetch_request", "encode_fetch_response"]
 
@@ -167,7 +167,7 @@ def encode_fetch_response(response: FetchResponse, version: int, correlation_id:
         if version <= 12:
             name = topic.topic.encode("utf-8")
             if flexible:
-                _uvarint(out, len(name) + 1)
+                append_uvarint(out, len(name) + 1)
             elif len(name) > 0x7FFF:
                 return None
             else:
@@ -253,13 +253,8 @@ def _records(out: bytearray, buffers: list[_Buffer], records: object, flexible: 
 def _length(out: bytearray, size: int, flexible: bool) -> None:
     """An array's, a string's or a bytes value's length: -1 for null."""
     if flexible:
-        _uvarint(out, size + 1)
+        append_uvarint(out, size + 1)
     else:
         out += _INT32.pack(size)
 
 
-def _uvarint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)

@@ -39,6 +39,7 @@ _S = TypeVar("_S", bound=_Readable)
 _T = TypeVar("_T")
 
 __all__ = [
+    "append_uvarint",
     "Reader",
     "Writer",
     "Records",
@@ -338,6 +339,14 @@ class Reader:
         for tag, value in self.tagged_fields():
             unknown = keep_unknown_tag(unknown, tag, value)
         return unknown
+
+
+def append_uvarint(out: bytearray, value: int) -> None:
+    """Append an unsigned varint (compact lengths, tag counts) to ``out``: the hand-written codecs' writer."""
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
 
 
 def keep_unknown_tag(unknown: TaggedFields | None, tag: int, value: Reader) -> TaggedFields:

@@ -20,7 +20,7 @@ import struct
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkalite.protocol.messages.produce_response import ProduceResponse
-from kafkalite.protocol.primitives import Reader
+from kafkalite.protocol.primitives import Reader, append_uvarint
 
 __all__ = ["decode_produce_request", "encode_produce_response"]
 
@@ -150,7 +150,7 @@ def encode_produce_response(response: ProduceResponse, version: int, correlation
     out = bytearray(8)  # size and correlation id, packed last
     if flexible:
         out.append(0)  # response header v1: no tagged fields
-        out += _uvarint(len(response.responses) + 1)
+        append_uvarint(out, len(response.responses) + 1)
     else:
         out += _INT32.pack(len(response.responses))
     two_fields = version >= 5
@@ -160,9 +160,9 @@ def encode_produce_response(response: ProduceResponse, version: int, correlation
         name = topic.name.encode("utf-8")
         partitions = topic.partition_responses
         if flexible:
-            out += _uvarint(len(name) + 1)
+            append_uvarint(out, len(name) + 1)
             out += name
-            out += _uvarint(len(partitions) + 1)
+            append_uvarint(out, len(partitions) + 1)
         else:
             if len(name) > 0x7FFF:
                 return None
@@ -211,12 +211,3 @@ def encode_produce_response(response: ProduceResponse, version: int, correlation
     return bytes(out)
 
 
-def _uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
