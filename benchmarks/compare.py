@@ -17,7 +17,8 @@ Tests (``--quick`` divides the record counts by 10): confluent-kafka 1,000,000 x
 bundled client (``kafkalite.client``, ``send_many``) 1,000,000 x 100 B and 100,000 x 1 KiB, acks=1;
 rdkafka_performance (librdkafka's C benchmark client) 1,000,000 x 100 B and 100,000 x 1 KiB, acks=1 and
 all, when a binary is found (``--rdkafka-performance PATH`` or ``rdkafka_performance`` on PATH; it is
-not in any Python package, so without it those rows are left out with a note).
+not in any Python package: ``benchmarks/build_rdkafka_performance.sh`` builds it from librdkafka's
+sources against an installed librdkafka; without it those rows are left out with a note).
 
 * produce: the records into a fresh one-partition topic; linger.ms 5, 1 MiB batches, large queues.
   The clock starts after connecting and fetching metadata and stops when the last record is
