@@ -229,12 +229,6 @@ class FetchSessionCache:
                 del self._sessions[session_id]
                 session.close()
 
-    def forget_topic(self, name: str, topic_id: uuid.UUID) -> None:
-        """Drop a deleted topic's partitions from every session."""
-        for session in self._sessions.values():
-            for key in [k for k in session.partitions if k[0] in (name, topic_id)]:
-                session.remove(key)
-
 
 @dataclass(slots=True)
 class WantedPartition:
