@@ -341,7 +341,8 @@ def _needs_security(config: BrokerConfig) -> bool:
     """Whether a listener needs TLS or SASL, or an authorizer is named: else every connection is a plain
     ``KafkaConnection`` and nothing of ``kafkalite.broker.security`` is imported."""
     protocols = config.listener_security_protocols()
-    return bool(config.get("authorizer.class.name")) or any(
+    # (is_set first: the authorizer's key is not a start key, and its default names none)
+    return (config.is_set("authorizer.class.name") and bool(config.get("authorizer.class.name"))) or any(
         protocols[listener.name] != "PLAINTEXT" for listener in config.listeners())
 
 
