@@ -262,7 +262,8 @@ class BrokerServer:
             if not self._stopped:
                 self._cleaner_timer = loop.call_later(CLEANER_OFF_CHECK_S if delay is None else delay, clean)
 
-        self._cleaner_timer = loop.call_later(0, clean)
+        # the first slice (which builds the cleaner) once the first answers are out, as the warm-up
+        self._cleaner_timer = loop.call_later(WARM_UP_DELAY_S, clean)
 
     def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
         """Import, from ``WARM_UP_DELAY_S`` after the broker listens, the handlers (and the rooms built on
@@ -310,7 +311,7 @@ class BrokerServer:
         if self._warm_up is not None:
             self._warm_up.cancel()
         if self.cluster is not None:
-            self.cluster.log_cleaner.stop()
+            self.cluster.stop_log_cleaner()
         if self.admin is not None:
             await self.admin.stop()
         if self.observer is not None:

@@ -103,6 +103,8 @@ NOT_IMPORTED_BY_A_BARE_START = (
     "kafkalite.broker.admin", "kafkalite.client", "kafkalite.cli.app", "click",
     # the config keys of what a single node does not do, and DescribeConfigs' rows (kafkalite.broker.config.table)
     "kafkalite.broker.config.kafka_keys", "kafkalite.broker.config.entries", "difflib",
+    # rooms the cluster builds on first use: the first Fetch, the cleaner's first slice after the start
+    "kafkalite.broker.core.fetch_sessions", "kafkalite.broker.core.log_cleaner",
 )
 
 
