@@ -105,6 +105,8 @@ NOT_IMPORTED_BY_A_BARE_START = (
     "kafkalite.broker.config.kafka_keys", "kafkalite.broker.config.entries", "difflib",
     # rooms the cluster builds on first use: the first Fetch, the cleaner's first slice after the start
     "kafkalite.broker.core.fetch_sessions", "kafkalite.broker.core.log_cleaner",
+    # the compression codecs' libraries, imported by the first batch of each codec
+    "cramjam", "lz4", "zstandard",
 )
 
 
