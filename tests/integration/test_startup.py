@@ -107,6 +107,7 @@ NOT_IMPORTED_BY_A_BARE_START = (
     "kafkalite.broker.core.fetch_sessions", "kafkalite.broker.core.log_cleaner",
     # the compression codecs' libraries, imported by the first batch of each codec
     "cramjam", "lz4", "zstandard",
+    "encodings.idna",  # (listen.py gives getaddrinfo an ASCII host as bytes)
 )
 
 
