@@ -108,6 +108,7 @@ NOT_IMPORTED_BY_A_BARE_START = (
     # the compression codecs' libraries, imported by the first batch of each codec
     "cramjam", "lz4", "zstandard",
     "encodings.idna",  # (listen.py gives getaddrinfo an ASCII host as bytes)
+    "argparse", "gettext",  # plain arguments are read without argparse (cli/serve.py)
 )
 
 
