@@ -1,23 +1,28 @@
 """Start-up time: from the broker's exec to its first ApiVersions answer, installed as users install it.
 
-    python benchmarks/startup.py [--runs 5] [--editable] [--importtime] [--against CHECKOUT]
+    python benchmarks/startup.py [--runs 5] [--editable] [--importtime] [--against CHECKOUT] [--floor]
 
 Installs this checkout with ``pip install --no-deps --target DIR .`` (a regular, non-editable
 install, byte-compiled by pip) into a scratch directory, and runs ``python -m kafkalite serve`` from
 there (``PYTHONPATH=DIR``, from a scratch working directory, so nothing of the checkout is imported)
 with an empty data directory on a free loopback port, ``--runs`` times. For each run it prints how
 long after the exec the port accepted a connection and how long until the answer to an ApiVersions
-v0 request came back, then the medians. ``--editable`` runs the checkout itself instead.
+v0 request came back, and the CPU time the process used (user and system, from its start to its
+exit after SIGTERM, which the wall-clock figures of a busy machine do not disturb as much), then
+the median and the least of each. ``--editable`` runs the checkout itself instead.
 ``--importtime`` prints the 15 slowest imports of one start (``python -X importtime``).
 ``--against CHECKOUT`` installs another checkout (say one of the main branch) the same way and
 alternates runs between the two, so a busy machine's load falls on both alike; the medians of each
-are printed side by side. Nothing is asserted; the broker is stopped by its PID after each run.
+are printed side by side. ``--floor`` adds, in each round, ``python -c "import asyncio, uvloop"``
+(exec to exit): what any broker on this loop pays before its own code runs. Nothing is asserted;
+the broker is stopped by its PID after each run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -40,7 +45,23 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) -> tuple[float, float, str]:
+def children_cpu_s() -> float:
+    """User and system CPU seconds of the children waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def one_floor(env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Seconds from exec to exit of ``python -c "import asyncio, uvloop"``, and its CPU seconds."""
+    cpu = children_cpu_s()
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import asyncio, uvloop"], cwd=cwd, env=env, check=True)
+    return time.perf_counter() - started, children_cpu_s() - cpu
+
+
+def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) -> tuple[float, float, float, str]:
+    """Seconds to accepting and to the first ApiVersions answer, the process's CPU seconds, its stderr."""
+    cpu = children_cpu_s()
     port = free_port()
     data = Path(tempfile.mkdtemp(prefix="data-", dir=cwd))
     command = [sys.executable, *(extra or []), "-m", "kafkalite", "serve", "--port", str(port),
@@ -71,7 +92,7 @@ def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) ->
             process.kill()
             _, errors = process.communicate()
         shutil.rmtree(data, ignore_errors=True)
-    return accepted, answered, errors.decode(errors="replace")
+    return accepted, answered, children_cpu_s() - cpu, errors.decode(errors="replace")
 
 
 def install(checkout: Path, target: Path, scratch: Path) -> None:
@@ -85,6 +106,7 @@ def main() -> None:
     parser.add_argument("--editable", action="store_true", help="run the checkout instead of an install")
     parser.add_argument("--importtime", action="store_true", help="show the slowest imports of one start")
     parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="alternate with another checkout")
+    parser.add_argument("--floor", action="store_true", help='also time python -c "import asyncio, uvloop"')
     a = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
     try:
@@ -107,24 +129,35 @@ def main() -> None:
               "installed with pip (not editable) into scratch directories")
         for _, env, cwd in sides:
             one_start(env, cwd)  # the first start after an install warms the page cache
-        results: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _, _ in sides}
+        results: dict[str, tuple[list[float], list[float], list[float]]] = {
+            label: ([], [], []) for label, _, _ in sides}
+        floors: tuple[list[float], list[float]] = ([], [])
         for run in range(a.runs):
+            if a.floor:
+                wall, cpu = one_floor(sides[0][1], sides[0][2])
+                floors[0].append(wall * 1000)
+                floors[1].append(cpu * 1000)
+                print(f"import asyncio, uvloop run {run + 1}: {wall * 1000:.0f} ms from exec to exit, "
+                      f"CPU {cpu * 1000:.0f} ms")
             for label, env, cwd in sides:
-                accepted, answered, errors = one_start(env, cwd)
+                accepted, answered, cpu, errors = one_start(env, cwd)
                 if answered != answered:  # NaN: no answer
                     print(f"{label} run {run + 1}: no answer; the broker said: {errors[-500:]}")
                     continue
-                results[label][0].append(accepted * 1000)
-                results[label][1].append(answered * 1000)
+                for column, value in zip(results[label], (accepted, answered, cpu), strict=True):
+                    column.append(value * 1000)
                 print(f"{label} run {run + 1}: accepting after {accepted * 1000:.0f} ms, ApiVersions answered "
-                      f"after {answered * 1000:.0f} ms")
-        for label, (accepts, answers) in results.items():
+                      f"after {answered * 1000:.0f} ms, CPU {cpu * 1000:.0f} ms")
+        print("median / least, in ms:")
+        if floors[0]:
+            print(f"import asyncio, uvloop: {_spread(floors[0])} from exec to exit, CPU {_spread(floors[1])}")
+        for label, (accepts, answers, cpus) in results.items():
             if answers:
-                print(f"{label}: median of {len(answers)}: accepting {statistics.median(accepts):.0f} ms, "
-                      f"first ApiVersions answer {statistics.median(answers):.0f} ms")
+                print(f"{label}, {len(answers)} runs: accepting {_spread(accepts)}, first ApiVersions answer "
+                      f"{_spread(answers)}, CPU to start, answer and stop {_spread(cpus)}")
         if a.importtime:
             _, env, cwd = sides[0]
-            _, _, errors = one_start(env, cwd, ["-X", "importtime"])
+            _, _, _, errors = one_start(env, cwd, ["-X", "importtime"])
             rows = []
             for line in errors.splitlines():
                 if line.startswith("import time:") and "|" in line:
@@ -136,6 +169,10 @@ def main() -> None:
                 print(f"  {cumulative:>8} {own:>8}  {name}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.0f} / {min(values):.0f}"
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ def bind_listener(host: str, port: int) -> list[socket.socket]:
 
     As ``loop.create_server`` would, but with one port for all of them when ``port`` is 0.
     """
-    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    # (an ASCII host passed as bytes: as text, getaddrinfo would import the IDNA codec to encode it)
+    name = (host.encode("ascii") if host.isascii() else host) if host else None
+    infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     sockets: list[socket.socket] = []
     seen: set[tuple[int, object]] = set()
     try:

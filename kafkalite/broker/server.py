@@ -54,7 +54,10 @@ __all__ = ["BrokerServer", "run"]
 log = logging.getLogger("kafkalite.server")
 
 STOP_GRACE_S = 5.0  # how long in-flight requests may take to finish at shutdown
-WARM_UP_DELAY_S = 0.0  # from listening to importing the handlers no request has needed yet
+# From listening to importing the handlers no request has needed yet. Not 0: a client that connected
+# while the broker started is waiting in the listen queue, and the loop runs due timers before it
+# looks at sockets, so each pass would import a module before that client's first answer.
+WARM_UP_DELAY_S = 0.1
 # the APIs a client's first requests use, imported ahead first (then every other in key order)
 WARM_UP_FIRST = (3, 0, 1, 2, 10, 22, 9, 11, 14, 12, 8, 13, 19, 32, 60)
 # what the cluster imports when it builds a room on first use (besides the handlers)
@@ -259,15 +262,17 @@ class BrokerServer:
             if not self._stopped:
                 self._cleaner_timer = loop.call_later(CLEANER_OFF_CHECK_S if delay is None else delay, clean)
 
-        self._cleaner_timer = loop.call_later(0, clean)
+        # the first slice (which builds the cleaner) once the first answers are out, as the warm-up
+        self._cleaner_timer = loop.call_later(WARM_UP_DELAY_S, clean)
 
     def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Import, from the moment the broker listens, the handlers (and the rooms built on first use) that
-        no request has loaded yet, one module per pass of the loop so requests are served in between.
-        A start thus answers its first request without waiting for all the code (one module's import at
-        most), and holds every module a fraction of a second later, as a broker that imported them all
-        up front did: an import needs a file descriptor, and a broker out of descriptors must still
-        answer any API."""
+        """Import, from ``WARM_UP_DELAY_S`` after the broker listens, the handlers (and the rooms built on
+        first use) that no request has loaded yet, one module per pass of the loop so requests are served
+        in between. A start thus answers its first requests without waiting for code they do not use (a
+        client that connected during the start, none; a later one, one module's import at most), and
+        holds every module a fraction of a second later, as a broker that imported them all up front
+        did: an import needs a file descriptor, and a broker out of descriptors must still answer any
+        API."""
         keys = [*WARM_UP_FIRST, *(key for key in sorted(SERVED) if key not in WARM_UP_FIRST)]
         pending = [f"kafkalite.broker.handlers.{SERVED[key].module}" for key in keys]
         pending += WARM_UP_MODULES
@@ -306,7 +311,7 @@ class BrokerServer:
         if self._warm_up is not None:
             self._warm_up.cancel()
         if self.cluster is not None:
-            self.cluster.log_cleaner.stop()
+            self.cluster.stop_log_cleaner()
         if self.admin is not None:
             await self.admin.stop()
         if self.observer is not None:
@@ -341,7 +346,8 @@ def _needs_security(config: BrokerConfig) -> bool:
     """Whether a listener needs TLS or SASL, or an authorizer is named: else every connection is a plain
     ``KafkaConnection`` and nothing of ``kafkalite.broker.security`` is imported."""
     protocols = config.listener_security_protocols()
-    return bool(config.get("authorizer.class.name")) or any(
+    # (is_set first: the authorizer's key is not a start key, and its default names none)
+    return (config.is_set("authorizer.class.name") and bool(config.get("authorizer.class.name"))) or any(
         protocols[listener.name] != "PLAINTEXT" for listener in config.listeners())
 
 
@@ -400,7 +406,8 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None,
         # (A broker embedded in someone else's process leaves their collector alone.)
         gc.freeze()
         gc.enable()
-        _keep_freed_memory()
+        # (after the first answers: it loads ctypes, which no request needs)
+        asyncio.get_running_loop().call_later(WARM_UP_DELAY_S, _keep_freed_memory)
         await stop_requested.wait()
         log.info("shutting down")
         await server.stop()

@@ -10,14 +10,20 @@ variables, ``key=value`` pairs (positional or ``--override``), then the dedicate
 read with argparse and the listening sockets are bound before the broker is imported, so that clients
 can connect as early as possible; nothing of the other commands (or of their CLI library) is imported.
 ``--security SASL_SSL:SCRAM-SHA-256`` makes a secured development broker (``serve_security``).
+
+Arguments in the plain forms (full option names, each value its own argument or after ``=``, the
+``key=value`` pairs last) are read without argparse, whose import and first parse (gettext looks
+up its locale) cost about 5 ms of a start; anything else (``--help``, an abbreviated or unknown
+option, a bad value, pairs between options) goes to argparse, which gives its usual answer. A unit
+test checks that both read every plain form alike.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, parse_listener
@@ -26,14 +32,23 @@ from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.logs import FORMATS, configure_logging
 
 if TYPE_CHECKING:
+    import argparse
+
     from kafkalite.broker.server import BrokerServer
 
 __all__ = ["build_config", "main"]
 
 _SUBCOMMANDS = ("serve",)
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# The options of ``_parser`` that take a value, by name, and the attribute each sets.
+_VALUE_OPTIONS = {"--config": "config", "--port": "port", "--listeners": "listeners",
+                  "--advertised-listeners": "advertised_listeners", "--data-dir": "data_dir",
+                  "--log-level": "log_level", "--log-format": "log_format", "--security": "security"}
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="kafkalite",
                                      description="A single-node broker that speaks the Kafka protocol.")
     subcommands = parser.add_subparsers(dest="command")
@@ -45,8 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--advertised-listeners", help="what clients are told to connect to")
     serve.add_argument("--data-dir", metavar="DIR", help="data directory (sets log.dirs)")
     serve.add_argument("--memory", action="store_true", help="keep all data in memory (log.storage=memory)")
-    serve.add_argument("--log-level", default="INFO", type=str.upper,
-                       choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=_LOG_LEVELS)
     serve.add_argument("--log-format", default="text", choices=FORMATS,
                        help="text for people (the default), json for one JSON object per line")
     serve.add_argument("--security", metavar="PROTOCOL[:MECHANISM]",
@@ -58,14 +72,59 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
+def _parse_args(argv: Sequence[str]) -> argparse.Namespace | SimpleNamespace:
     argv = list(argv)
     if not argv or (argv[0] not in _SUBCOMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "serve")
-    return _parser().parse_args(argv)
+    plain = _parse_plain(argv[1:]) if argv[0] == "serve" else None
+    return plain if plain is not None else _parser().parse_args(argv)
 
 
-def build_config(args: argparse.Namespace) -> BrokerConfig:
+def _parse_plain(argv: Sequence[str]) -> SimpleNamespace | None:
+    """What argparse makes of ``serve ARGV`` when ARGV has only the plain forms (see the module
+    docstring); None for anything else, which argparse then reads."""
+    values: dict[str, object] = {"command": "serve", "config": None, "port": None, "listeners": None,
+                                 "advertised_listeners": None, "data_dir": None, "memory": False,
+                                 "log_level": "INFO", "log_format": "text", "security": None,
+                                 "override": [], "pairs": []}
+    overrides: list[str] = []
+    position = 0
+    while position < len(argv) and argv[position].startswith("-"):
+        name, equals, value = argv[position].partition("=")
+        position += 1
+        if name == "--memory" and not equals:
+            values["memory"] = True
+            continue
+        if name != "--override" and name not in _VALUE_OPTIONS:
+            return None
+        if not equals:
+            if position == len(argv) or argv[position].startswith("-"):
+                return None
+            value = argv[position]
+            position += 1
+        if name == "--override":
+            overrides.append(value)
+        elif name == "--port":
+            try:
+                values["port"] = int(value)
+            except ValueError:
+                return None
+        elif name == "--log-level":
+            if value.upper() not in _LOG_LEVELS:
+                return None
+            values["log_level"] = value.upper()
+        elif name == "--log-format" and value not in FORMATS:
+            return None
+        else:
+            values[_VALUE_OPTIONS[name]] = value
+    pairs = list(argv[position:])
+    if any(pair.startswith("-") or "=" not in pair for pair in pairs):
+        return None
+    values["override"], values["pairs"] = overrides, pairs
+    return SimpleNamespace(**values)
+
+
+def build_config(args: argparse.Namespace | SimpleNamespace) -> BrokerConfig:
     """The configuration the arguments describe (file, environment, pairs, then flags)."""
     overrides: dict[str, str] = {}
     for pair in [*args.override, *args.pairs]:

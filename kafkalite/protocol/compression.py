@@ -33,13 +33,12 @@ import struct
 import zlib
 from collections.abc import Callable
 from enum import IntEnum
-from typing import Final
-
-import cramjam
-import lz4.frame
-import zstandard
+from typing import TYPE_CHECKING, Final
 
 from kafkalite.protocol.exceptions import CorruptRecordError, ProtocolError
+
+if TYPE_CHECKING:  # each codec's library is imported by the first batch that uses the codec
+    import cramjam
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT",
@@ -169,6 +168,8 @@ _SNAPPY_MAX_EXPANSION: Final = 22
 
 
 def _snappy_compress(data: Buffer) -> bytes:
+    import cramjam
+
     view = memoryview(data).cast("B")
     pieces: list[bytes | cramjam.Buffer] = [
         _XERIAL_HEADER.pack(_XERIAL_MAGIC, _XERIAL_VERSION, _XERIAL_COMPATIBLE_VERSION)
@@ -199,6 +200,8 @@ def _snappy_decompress_block(block: memoryview, budget: int) -> cramjam.Buffer:
         raise CorruptRecordError(f"snappy stream decompresses to more than the allowed {budget} bytes")
     if declared > _SNAPPY_MAX_EXPANSION * len(block):
         raise CorruptRecordError(f"snappy block of {len(block)} bytes cannot hold {declared} bytes")
+    import cramjam
+
     output = cramjam.snappy.decompress_raw(block)
     if len(output) != declared:
         raise CorruptRecordError("snappy block length does not match its contents")
@@ -249,6 +252,8 @@ def _lz4_header_checksum(header: memoryview) -> int:
 
 
 def _lz4_compress(data: Buffer, level: int | None, legacy: bool) -> bytes:
+    import lz4.frame
+
     frame: bytes = lz4.frame.compress(
         data,
         compression_level=0 if level is None else level,
@@ -292,6 +297,8 @@ def _lz4_repaired_header(view: memoryview) -> bytes | None:
 
 
 def _lz4_decompress(data: Buffer, max_output: int, legacy: bool) -> bytes:
+    import lz4.frame
+
     view = memoryview(data).cast("B")
     end = len(view)
     position = 0
@@ -339,11 +346,15 @@ _ZSTD_MAX_INPUT_SLICE: Final = 1024 * 1024
 
 
 def _zstd_compress(data: Buffer, level: int | None) -> bytes:
+    import zstandard
+
     compressor = zstandard.ZstdCompressor(level=3 if level is None else level)
     return compressor.compress(data)
 
 
 def _zstd_decompress(data: Buffer, max_output: int) -> bytes:
+    import zstandard
+
     view = memoryview(data).cast("B")
     end = len(view)
     if end == 0:

@@ -560,3 +560,37 @@ def test_crash_recovery_validates_the_whole_segment_when_its_index_is_not_usable
     reopened = manager(tmp_path, config)
     assert reopened.get_log("orders", 0).log_end_offset == 15  # type: ignore[union-attr]
     reopened.close()
+
+
+def test_opening_writes_no_checkpoint_that_would_say_what_the_disk_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty data directory and a clean restart fsync no checkpoint at open; a recovery that moved
+    a recovery point writes it."""
+    import kafkalite.broker.core.log.manager as manager_module
+
+    written: list[str] = []
+    write = manager_module._write_durably
+
+    def counting_write(path: Path, data: bytes, **options: bool) -> None:
+        if "checkpoint" in path.name:
+            written.append(path.name)
+        write(path, data, **options)
+
+    monkeypatch.setattr(manager_module, "_write_durably", counting_write)
+    log_manager = manager(tmp_path)  # an empty data directory
+    assert written == [] and not (tmp_path / "recovery-point-offset-checkpoint").exists()
+    log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0).append(make_batch(3), T0)
+    log_manager.close()
+    assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {("orders", 0): 3}
+
+    written.clear()
+    log_manager = manager(tmp_path)  # after a clean shutdown
+    assert written == [] and offsets_in(log_manager) == [0, 1, 2]
+    log_manager.get_log("orders", 0).append(make_batch(2), T0)  # type: ignore[union-attr]
+    log_manager.close(clean=False)
+
+    written.clear()
+    log_manager = manager(tmp_path)  # after a crash: the recovered tail moves the recovery point
+    assert "recovery-point-offset-checkpoint" in written
+    assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {("orders", 0): 5}
+    log_manager.close()

@@ -29,7 +29,6 @@ else ``log.retention.minutes`` x 60 000, else ``log.retention.hours`` x 3 600 00
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import re
@@ -37,9 +36,8 @@ import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from kafkalite.broker.config.kafka_keys import PER_LISTENER_KEYS
 from kafkalite.broker.config.keys import (
     ConfigError,
     ConfigKey,
@@ -47,13 +45,14 @@ from kafkalite.broker.config.keys import (
     ConfigType,
     listener_base_key,
 )
-from kafkalite.broker.config.table import BROKER_KEYS, TOPIC_KEYS, TopicConfig
+from kafkalite.broker.config.table import TOPIC_KEYS, TopicConfig, all_broker_keys, find_broker_key
 from kafkalite.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkalite.broker.config.entries import ConfigEntry, ConfigSynonym
 
 __all__ = [
     "BrokerConfig",
-    "ConfigEntry",
-    "ConfigSynonym",
     "ENV_PREFIX",
     "Listener",
     "config_field",
@@ -64,33 +63,6 @@ __all__ = [
 log = logging.getLogger("kafkalite.config")
 
 ENV_PREFIX = "KAFKALITE_"
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigSynonym:
-    """A lower-precedence source of the same setting (DescribeConfigs v1+ ``synonyms``)."""
-
-    name: str
-    value: str | None
-    source: ConfigSource
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigEntry:
-    """One row of a DescribeConfigs answer."""
-
-    name: str
-    value: str | None  # None when unset or sensitive
-    source: ConfigSource
-    read_only: bool
-    sensitive: bool
-    type: ConfigType
-    documentation: str = ""
-    synonyms: tuple[ConfigSynonym, ...] = ()
-
-    @property
-    def is_default(self) -> bool:
-        return self.source is ConfigSource.DEFAULT_CONFIG
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,10 +180,13 @@ def _warn_unknown(key: str) -> None:
     """An unknown key is kept (Kafka accepts custom keys) and said once, with the known key it is closest to.
 
     ``listener.name.<listener>.<key>`` is a per-listener setting of ``<key>``: known when ``<key>`` is."""
+    import difflib
+
+    broker_keys = all_broker_keys()
     base = _LISTENER_PREFIX.sub("", key)
-    if base != key and (base in BROKER_KEYS or base.startswith(("sasl.", "ssl.", "plain.", "scram-", "oauthbearer."))):
+    if base != key and (base in broker_keys or base.startswith(("sasl.", "ssl.", "plain.", "scram-", "oauthbearer."))):
         return
-    nearest = difflib.get_close_matches(key, BROKER_KEYS, n=1, cutoff=0.8)
+    nearest = difflib.get_close_matches(key, broker_keys, n=1, cutoff=0.8)
     if nearest:
         log.warning("unknown config key %s, kept without effect; did you mean %s?", key, nearest[0])
     else:
@@ -222,7 +197,10 @@ _Settings = TypeVar("_Settings")
 def config_field(key: str, scale: int = 1) -> Any:
     """A settings dataclass field that mirrors broker key ``key`` (times ``scale``, for unit changes):
     its default is the table's, and :meth:`BrokerConfig.settings` fills it from the configuration."""
-    default = BROKER_KEYS[key].default
+    known = find_broker_key(key)
+    if known is None:
+        raise KeyError(key)
+    default = known.default
     default = tuple(default) if isinstance(default, list) else default * scale
     return field(default=default, metadata={"config_key": key, "scale": scale})
 
@@ -264,7 +242,7 @@ class BrokerConfig:
 
     def _set_static(self, key: str, raw: str) -> None:
         self._static_raw[key] = raw
-        known = BROKER_KEYS.get(key)
+        known = find_broker_key(key)
         if known is None:
             if key not in _reported_unknown:
                 _reported_unknown.add(key)
@@ -286,7 +264,7 @@ class BrokerConfig:
 
         Unknown keys that were configured return their string; other unknown keys raise KeyError.
         """
-        known = BROKER_KEYS.get(key)
+        known = find_broker_key(key)
         if known is None:
             return self._static_raw[key]
         if known.alias_of is not None:
@@ -461,7 +439,10 @@ class BrokerConfig:
     def validate_dynamic(self, raw: Mapping[str, str], *, cluster_default: bool = False) -> dict[str, Any]:
         """Kafka's checks of a BROKER resource's dynamic configs, in Kafka's order; the typed values of
         the known keys. ConfigError (INVALID_REQUEST) with Kafka's message otherwise."""
-        read_only = [key for key in raw if key in BROKER_KEYS and not BROKER_KEYS[key].dynamic]
+        from kafkalite.broker.config.kafka_keys import PER_LISTENER_KEYS
+
+        broker_keys = all_broker_keys()
+        read_only = [key for key in raw if key in broker_keys and not broker_keys[key].dynamic]
         _refuse(read_only, "Cannot update these configs dynamically")
         _refuse([key for key in raw if key in PER_LISTENER_KEYS],
                 "These security configs can be dynamically updated only per-listener using the listener prefix")
@@ -514,9 +495,12 @@ class BrokerConfig:
         """The broker resource: every known key (or those asked for), with value and source, then the
         keys the table does not know that were set, statically or dynamically (as Kafka lists them:
         sensitive, without a type unless a listener prefix names a known key)."""
+        from kafkalite.broker.config.entries import ConfigEntry, ConfigSynonym
+
+        broker_keys = all_broker_keys()
         wanted = None if keys is None else set(keys)
         entries = []
-        for name, known in BROKER_KEYS.items():
+        for name, known in broker_keys.items():
             if wanted is not None and name not in wanted:
                 continue
             canonical = known.alias_of or name
@@ -526,7 +510,7 @@ class BrokerConfig:
                                        known.sensitive, known.type, known.doc, tuple(synonyms)))
         others = dict.fromkeys([*self._static_raw, *self._dynamic_default.raw, *self._dynamic_node.raw])
         for name in others:
-            if name in BROKER_KEYS or (wanted is not None and name not in wanted):
+            if name in broker_keys or (wanted is not None and name not in wanted):
                 continue
             base = _base_key(name)
             config_type = base.type if base is not None else ConfigType.UNKNOWN
@@ -544,6 +528,8 @@ class BrokerConfig:
     def describe_topic(self, topic_overrides: Mapping[str, str] | None = None,
                        keys: Iterable[str] | None = None) -> list[ConfigEntry]:
         """A topic resource: every topic key (or those asked for), its override or the broker default."""
+        from kafkalite.broker.config.entries import ConfigEntry, ConfigSynonym
+
         names = list(TOPIC_KEYS) if keys is None else [key for key in keys if key in TOPIC_KEYS]
         entries = []
         for name in names:
@@ -562,7 +548,9 @@ class BrokerConfig:
 
     def _broker_synonyms(self, key: str) -> list[ConfigSynonym]:
         """The values a broker key has in each layer, highest precedence first."""
-        known = BROKER_KEYS[key]
+        from kafkalite.broker.config.entries import ConfigSynonym
+
+        known = all_broker_keys()[key]
         found = []
         for layer, source in ((self._dynamic_node.values, ConfigSource.DYNAMIC_BROKER_CONFIG),
                               (self._dynamic_default.values, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
@@ -596,12 +584,15 @@ def _advertised_host() -> str:
     return hostname
 
 
-@dataclass(slots=True)
 class _DynamicLayer:
-    """One level of dynamic broker configs: the strings as set, and the typed values of known keys."""
+    """One level of dynamic broker configs: the strings as set, and the typed values of known keys.
+    (Not a dataclass: it is mutable state, and a start need not generate one.)"""
 
-    raw: dict[str, str] = field(default_factory=dict)
-    values: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("raw", "values")
+
+    def __init__(self) -> None:
+        self.raw: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
 
 
 # Listener-prefixed keys Kafka still takes at the cluster level (the rest are per broker).
@@ -611,19 +602,19 @@ _CLUSTER_LEVEL_LISTENER_KEYS = frozenset({"max.connections", "max.connection.cre
 def _base_key(name: str) -> ConfigKey | None:
     """The known key ``name`` is, or is for one listener (``listener.name.<l>.<key>``, or
     ``listener.name.<l>.<sasl mechanism>.<key>``); None for a key nobody knows."""
-    known = BROKER_KEYS.get(name)
+    known = find_broker_key(name)
     if known is not None:
         return known
     prefixed = listener_base_key(name)
     if prefixed is None:
         return None
     base = prefixed[1]
-    return BROKER_KEYS.get(base) or BROKER_KEYS.get(base.partition(".")[2])
+    return find_broker_key(base) or find_broker_key(base.partition(".")[2])
 
 
 def _per_broker(name: str) -> bool:
     """Whether Kafka refuses the key as a cluster-wide default."""
-    known = BROKER_KEYS.get(name)
+    known = find_broker_key(name)
     if known is not None:
         return known.per_broker
     prefixed = listener_base_key(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -172,15 +172,23 @@ def _number(value: float) -> str:
 
 def section_table(per_topic: bool, *items: str | ConfigKey) -> tuple[ConfigKey, ...]:
     """Keys in order; a string starts a section (a heading of the generated documentation).
-    PASSWORD keys are marked sensitive."""
+    PASSWORD keys are marked sensitive.
+
+    The keys are the table's own, made for it a line above and seen by nothing else yet, so their
+    section fields are filled in place (``object.__setattr__``, as a frozen dataclass's own
+    ``__post_init__`` would) rather than copied with ``dataclasses.replace``, which costs a whole
+    ``__init__`` per key at every start."""
     section = ""
     keys: list[ConfigKey] = []
     for item in items:
         if isinstance(item, str):
             section = item
-        else:
-            keys.append(replace(item, per_topic=per_topic, section=section,
-                                sensitive=item.sensitive or item.type is ConfigType.PASSWORD))
+            continue
+        object.__setattr__(item, "per_topic", per_topic)
+        object.__setattr__(item, "section", section)
+        if item.type is ConfigType.PASSWORD:
+            object.__setattr__(item, "sensitive", True)
+        keys.append(item)
     return tuple(keys)
 
 

@@ -5,14 +5,24 @@ resources), which are not broker keys and so stand apart.
 
 The broker keys are defined by section in ``broker_keys`` (what kafkalite does) and ``kafka_keys``
 (what it accepts without effect); the topic and group keys are here.
+
+The table is built in two steps, so that a start does not pay for keys it never reads. Importing
+this module builds ``START_KEYS`` (``broker_keys``' sections: every broker key the broker reads to
+start and serve), ``TOPIC_KEYS`` and ``GROUP_KEYS``. The whole table, ``CONFIG_KEYS`` and
+``BROKER_KEYS`` (with ``kafka_keys``' security, quota, replication, quorum, tiered storage and
+metrics keys), is built on first use: the first look-up of a key outside ``START_KEYS``
+(``find_broker_key``: a configured key that is not a start key, DescribeConfigs, AlterConfigs, the
+security room) or the first access to either name. Both hold the same ``ConfigKey`` objects, in
+the same order, as a table built in one step.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.config.broker_keys import BROKER_SECTIONS, CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES
-from kafkalite.broker.config.kafka_keys import KAFKA_SECTIONS
 from kafkalite.broker.config.keys import (
     NO_DOWNCONVERSION,
     NO_JITTER,
@@ -24,7 +34,8 @@ from kafkalite.broker.config.keys import (
     section_table,
 )
 
-__all__ = ["BROKER_KEYS", "CONFIG_KEYS", "GROUP_KEYS", "TOPIC_KEYS", "TopicConfig"]
+__all__ = ["BROKER_KEYS", "CONFIG_KEYS", "GROUP_KEYS", "START_KEYS", "TOPIC_KEYS", "TopicConfig", "all_broker_keys",
+           "find_broker_key"]
 
 _HOUR_MS = 3_600_000
 _MINUTE_MS = 60_000
@@ -115,10 +126,46 @@ _TOPIC_TABLE: tuple[ConfigKey, ...] = _table(
 )
 
 
-CONFIG_KEYS: tuple[ConfigKey, ...] = section_table(False, *BROKER_SECTIONS, *KAFKA_SECTIONS) + _TOPIC_TABLE
-"""Every key kafkalite knows: the broker keys, then the per-topic keys (``per_topic``)."""
-BROKER_KEYS: dict[str, ConfigKey] = index_keys(key for key in CONFIG_KEYS if not key.per_topic)
-TOPIC_KEYS: dict[str, ConfigKey] = index_keys(key for key in CONFIG_KEYS if key.per_topic)
+_START_TABLE: tuple[ConfigKey, ...] = section_table(False, *BROKER_SECTIONS)
+START_KEYS: dict[str, ConfigKey] = index_keys(_START_TABLE)
+"""The broker keys of ``broker_keys``' sections, by name: what a start reads (the rest load on first use)."""
+TOPIC_KEYS: dict[str, ConfigKey] = index_keys(_TOPIC_TABLE)
+
+if TYPE_CHECKING:
+    CONFIG_KEYS: tuple[ConfigKey, ...]
+    """Every key kafkalite knows: the broker keys, then the per-topic keys (``per_topic``)."""
+    BROKER_KEYS: dict[str, ConfigKey]
+    """Every broker key, by name."""
+
+
+@cache
+def _whole_table() -> tuple[tuple[ConfigKey, ...], dict[str, ConfigKey]]:
+    """``CONFIG_KEYS`` and ``BROKER_KEYS``, built once, on first use."""
+    from kafkalite.broker.config.kafka_keys import KAFKA_SECTIONS
+
+    config_keys = _START_TABLE + section_table(False, *KAFKA_SECTIONS) + _TOPIC_TABLE
+    return config_keys, index_keys(key for key in config_keys if not key.per_topic)
+
+
+def all_broker_keys() -> dict[str, ConfigKey]:
+    """``BROKER_KEYS``: every broker key by name (the whole table is built on the first call)."""
+    return _whole_table()[1]
+
+
+def find_broker_key(name: str) -> ConfigKey | None:
+    """The broker key ``name`` (None for a key nobody knows). A start key is found without building the
+    whole table; any other name builds it, once."""
+    known = START_KEYS.get(name)
+    return known if known is not None else _whole_table()[1].get(name)
+
+
+def __getattr__(name: str) -> Any:
+    """``CONFIG_KEYS`` and ``BROKER_KEYS``, built on first access."""
+    if name == "CONFIG_KEYS":
+        return _whole_table()[0]
+    if name == "BROKER_KEYS":
+        return _whole_table()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # The group keys (Kafka's GroupConfig): a share group's own values for the share.* broker keys named
 # as their defaults, and two without a broker key. Checked against the broker keys' bounds by

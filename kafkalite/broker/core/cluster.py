@@ -24,12 +24,14 @@ collaborators (nothing below this module imports it):
 * ``scram_credentials`` and ``acls`` (``kafkalite.broker.security``): users' SCRAM credentials and the
   ACL bindings, each kept in a file of the data directory.
 
-Built when first used: the group coordinator, the share partitions, the SCRAM credentials and the
-ACLs (with their modules), so that a broker answers its first request without loading rooms no
-client has used yet. ``open`` builds the group coordinator and the share partitions at once when
-their internal topic exists, so what was stored is replayed and its timers armed at start, as
-before; without the topic there is nothing to replay and no timer to arm, and the first request
-that reaches one builds it (empty) then. ``periodic`` and ``close`` leave alone what was never built.
+Built when first used: the group coordinator, the share partitions, the SCRAM credentials, the
+ACLs, the fetch session cache (the first Fetch) and the log cleaner (its first slice, which the
+server runs a moment after it listens), with their modules, so that a broker answers its first
+request without loading rooms no client has used yet. ``open`` builds the group coordinator and
+the share partitions at once when their internal topic exists, so what was stored is replayed and
+its timers armed at start, as before; without the topic there is nothing to replay and no timer
+to arm, and the first request that reaches one builds it (empty) then. ``periodic`` and ``close``
+leave alone what was never built.
 
 Nothing here touches sockets; ``kafkalite.broker.server`` opens and closes it and calls ``periodic``
 from a timer. Settings that requests read on every call are resolved here once (``flush_on_ack``,
@@ -55,20 +57,20 @@ from kafkalite.broker.core.coordinator_log import (
     CoordinatorLog,
 )
 from kafkalite.broker.core.dynamic_configs import DynamicConfigs
-from kafkalite.broker.core.fetch_sessions import FetchSessionCache
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
-from kafkalite.broker.core.log_cleaner import CleanerSettings, LogCleaner
 from kafkalite.broker.core.topics import TopicManager, log_config
 from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
 from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
 from kafkalite.broker.limits import segment_file_budget
 
 if TYPE_CHECKING:
+    from kafkalite.broker.core.fetch_sessions import FetchSessionCache
     from kafkalite.broker.core.group.coordinator import GroupCoordinator
     from kafkalite.broker.core.group.share_rebalance import ShareStateListener
     from kafkalite.broker.core.group.store import GroupSettings
     from kafkalite.broker.core.group.timers import Timers
+    from kafkalite.broker.core.log_cleaner import LogCleaner
     from kafkalite.broker.core.share.config import ShareSettings
     from kafkalite.broker.core.share.manager import SharePartitionManager
     from kafkalite.broker.security.acls import AclStore
@@ -108,8 +110,6 @@ class Cluster:
                                       initial_task_delay_ms=config.get_int("log.initial.task.delay.ms"),
                                       files=OpenFiles(segment_file_budget()))
         self.topics = TopicManager(self.log_manager, config, data_dir)
-        self.log_cleaner = LogCleaner(self.topics, self.log_manager, config.settings(CleanerSettings))
-        self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
         self.offsets_log = CoordinatorLog(self.topics, OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"),
                                           config.get_int("offsets.topic.segment.bytes"))
         self.transaction_log = CoordinatorLog(self.topics, TRANSACTION_STATE_TOPIC,
@@ -119,6 +119,18 @@ class Cluster:
         self.dynamic_configs = DynamicConfigs(config, self.node_id, data_dir, self.broker_config_changed)
 
     # built when first used (see the module docstring) -----------------------------------------
+    @cached_property
+    def fetch_sessions(self) -> FetchSessionCache:
+        from kafkalite.broker.core.fetch_sessions import FetchSessionCache
+
+        return FetchSessionCache(self.config.get_int("max.incremental.fetch.session.cache.slots"))
+
+    @cached_property
+    def log_cleaner(self) -> LogCleaner:
+        from kafkalite.broker.core.log_cleaner import CleanerSettings, LogCleaner
+
+        return LogCleaner(self.topics, self.log_manager, self.config.settings(CleanerSettings))
+
     @cached_property
     def group_coordinator(self) -> GroupCoordinator:
         coordinator = self.build_group_coordinator()
@@ -231,8 +243,13 @@ class Cluster:
             _ = self.group_coordinator
         self.transactions.open()
 
+    def stop_log_cleaner(self) -> None:
+        """Stop compacting (nothing to do when no cleaning ever ran)."""
+        if self._built("log_cleaner"):
+            self.log_cleaner.stop()
+
     def close(self, clean: bool = True) -> None:
-        self.log_cleaner.stop()
+        self.stop_log_cleaner()
         if self._built("group_coordinator"):
             self.group_coordinator.close()
         if self._built("share_partitions"):
@@ -245,7 +262,10 @@ class Cluster:
         self.log_manager.default_config = log_config(self.config.topic_settings())
         self.topics.refresh_settings()
         self.transactions.settings = self.config.settings(TransactionSettings)
-        self.log_cleaner.settings = self.config.settings(CleanerSettings)
+        if self._built("log_cleaner"):
+            from kafkalite.broker.core.log_cleaner import CleanerSettings
+
+            self.log_cleaner.settings = self.config.settings(CleanerSettings)
         self.verify_transactions = self.config.get_bool("transaction.partition.verification.enable")
 
     def periodic_interval_ms(self) -> int:

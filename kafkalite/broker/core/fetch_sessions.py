@@ -56,11 +56,14 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.core.partition import Partition
 from kafkalite.broker.core.topics import TopicManager
 from kafkalite.protocol.errors import ErrorCode, KafkaError
-from kafkalite.protocol.messages import FetchRequest
+
+if TYPE_CHECKING:  # (a start, which builds the session cache, need not load the Fetch request's module)
+    from kafkalite.protocol.messages import FetchRequest
 
 __all__ = ["CachedPartition", "FetchPlan", "FetchSession", "FetchSessionCache", "WantedPartition", "INITIAL_EPOCH",
            "FINAL_EPOCH"]

@@ -150,7 +150,7 @@ class LogManager:
         failure = self._flush_many(self.logs.values(), lambda partition_log: partition_log.prepare_flush())
         if failure is not None:
             raise failure
-        self.checkpoint(force=True)
+        self.checkpoint(force=True, unless_on_disk=True)
         for root in self.log_dirs:
             (root / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         if self.data_dir is None:
@@ -487,13 +487,17 @@ class LogManager:
 
         self.background.submit(pending.run, then)
 
-    def checkpoint(self, *, force: bool = False, changed: set[TopicPartition] | None = None) -> None:
+    def checkpoint(self, *, force: bool = False, changed: set[TopicPartition] | None = None,
+                   unless_on_disk: bool = False) -> None:
         """Write each log directory's recovery-point and log-start-offset checkpoints: all of them when
         ``force``d, else those of the directories where a log in ``changed`` (default: any) moved.
-        Blocks for the fsyncs (opening, closing, moving a log); the periodic task writes them in the background."""
+        Blocks for the fsyncs (opening, closing, moving a log); the periodic task writes them in the background.
+        ``unless_on_disk`` (opening) leaves alone a file that already says what would be written, so an
+        empty data directory or a clean restart fsyncs no checkpoint."""
         for entry in self._checkpoint_plan(changed, force=force):
             for name, data in entry.files():
-                _write_durably(entry.root / name, data)
+                if not (unless_on_disk and _checkpoint_holds(entry.root / name, data)):
+                    _write_durably(entry.root / name, data)
             self._checkpoint_written(entry)
 
     def _checkpoint_plan(self, changed: set[TopicPartition] | None, *, force: bool = False,
@@ -678,6 +682,20 @@ def offset_checkpoint_bytes(entries: Mapping[TopicPartition, int]) -> bytes:
     lines = [str(_CHECKPOINT_VERSION), str(len(entries))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+_EMPTY_CHECKPOINT: Final = offset_checkpoint_bytes({})
+
+
+def _checkpoint_holds(path: Path, data: bytes) -> bool:
+    """Whether the checkpoint file at ``path`` says ``data`` already (a missing file says what an empty
+    checkpoint does: ``read_offset_checkpoint`` reads both as no entries)."""
+    try:
+        return path.read_bytes() == data
+    except FileNotFoundError:
+        return data == _EMPTY_CHECKPOINT
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
