@@ -60,6 +60,7 @@ import asyncio
 import inspect
 import itertools
 import logging
+import os
 import socket
 import struct
 import time
@@ -723,8 +724,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
 def _plaintext_socket(transport: asyncio.BaseTransport) -> int:
     """The descriptor of the transport's socket if answers may be written to it directly (a stream
-    socket without TLS), else -1."""
-    if transport.get_extra_info("sslcontext") is not None or transport.get_extra_info("ssl_object") is not None:
+    socket without TLS, on a system with ``os.sendfile``), else -1."""
+    if not hasattr(os, "sendfile") or transport.get_extra_info("sslcontext") is not None \
+            or transport.get_extra_info("ssl_object") is not None:
         return -1
     sock = transport.get_extra_info("socket")
     if sock is None or getattr(sock, "type", None) != socket.SOCK_STREAM:
