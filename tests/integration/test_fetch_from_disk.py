@@ -9,6 +9,8 @@
 * A slow reader (a small receive buffer, reading a little at a time) of several pipelined Fetch
   answers larger than the sockets' buffers, so the socket takes each only in part, gets every byte
   in order, and the answers that follow them (ApiVersions) after them.
+* Over TLS (where the bytes are read and encrypted, never sent from the file) and SASL_PLAINTEXT
+  (sent from the file after authentication), confluent-kafka reads the same records it wrote.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ import struct
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
@@ -42,6 +46,7 @@ from kafkalite.protocol.messages import (
 from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic
 from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
 from kafkalite.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
+from kafkalite.testing.process import BrokerProcess as SecuredBroker
 
 if TYPE_CHECKING:
     from tests.integration.conftest import BrokerProcess
@@ -300,3 +305,37 @@ def test_a_slow_reader_gets_every_byte_in_order_with_the_answers_that_follow(
     finally:
         reader.close()
     assert " ERROR " not in broker.log_text()
+
+
+# secured listeners -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("security", ["SSL", "SASL_PLAINTEXT:PLAIN"])
+def test_secured_listeners_deliver_records_from_disk(tmp_path: Path, security: str) -> None:
+    broker = SecuredBroker(tmp_path / "data", security=security)
+    try:
+        broker.start()
+        config = broker.confluent_config()
+        topic = unique("secured")
+        admin = AdminClient(config)
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=TIMEOUT_S)
+        values = [random.Random(number).randbytes(1024) for number in range(2000)]
+        producer = Producer({**config, "linger.ms": 20, "batch.size": 256 * 1024})
+        for value in values:
+            producer.produce(topic, value=value, partition=0)
+        assert producer.flush(TIMEOUT_S) == 0
+        del producer
+        consumer = Consumer({**config, "group.id": "unused", "enable.auto.commit": False})
+        try:
+            consumer.assign([ConfluentTopicPartition(topic, 0, OFFSET_BEGINNING)])
+            seen: list[bytes] = []
+            deadline = time.monotonic() + TIMEOUT_S
+            while len(seen) < len(values) and time.monotonic() < deadline:
+                for message in consumer.consume(num_messages=1000, timeout=0.5):
+                    assert message.error() is None, message.error()
+                    seen.append(message.value())
+        finally:
+            consumer.close()
+        assert seen == values
+        assert " ERROR " not in broker.log_text()
+    finally:
+        broker.close()

@@ -3,7 +3,8 @@
 * A disk log read that asks for file regions gives the same bytes as one that does not, as regions
   for runs of at least ``REGION_MIN_BYTES`` and as bytes below; the memory log always gives bytes.
 * A region keeps its own descriptor: the segment deleted by retention (or DeleteRecords) after the
-  read still reads the bytes that were read, and the descriptor closes with the last region.
+  read still reads the bytes that were read, and the descriptor closes with the last region. With
+  no descriptor left for the duplicate, the read gives bytes instead.
 * ``send_now`` sends buffers and regions in order to a socket that takes only part of them, and what
   it hands back, sent later, completes the stream byte for byte.
 * ``encode_fetch_response`` puts a region in the answer as an item of its own, counted in the sizes:
@@ -14,12 +15,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 from pathlib import Path
 
 import pytest
 
+from kafkalite.broker.core.log import region as region_module
 from kafkalite.broker.core.log.disk import REGION_MIN_BYTES, DiskLog
 from kafkalite.broker.core.log.memory import MemoryLog
 from kafkalite.broker.core.log.partition_log import LogConfig
@@ -82,6 +85,22 @@ def test_a_read_with_file_regions_gives_the_same_bytes(tmp_path: Path) -> None:
                     assert isinstance(piece, FileRegion) == (len(piece) >= REGION_MIN_BYTES)
         assert any(isinstance(piece, FileRegion)
                    for piece in partition_log.read(0, 1 << 22, min_one_batch=True, file_regions=True).chunks)
+    finally:
+        partition_log.close()
+
+
+def test_without_a_descriptor_to_spare_a_read_gives_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    partition_log = filled_log(tmp_path / "events-0")
+    try:
+        plain = partition_log.read(0, 1 << 20, min_one_batch=True).to_bytes()
+
+        def out_of_descriptors(descriptor: int) -> int:
+            raise OSError(errno.EMFILE, "Too many open files")
+
+        monkeypatch.setattr(region_module.os, "dup", out_of_descriptors)
+        result = partition_log.read(0, 1 << 20, min_one_batch=True, file_regions=True)
+        assert not any(isinstance(piece, FileRegion) for piece in result.chunks)
+        assert result.to_bytes() == plain
     finally:
         partition_log.close()
 

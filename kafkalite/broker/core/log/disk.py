@@ -25,6 +25,7 @@ time a lookup needs them.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -465,10 +466,14 @@ class FileSegment(LogSegment):
                 if not min_one_batch:
                     return SegmentRead(stopped=True)
                 end = start + first.size
-        data: bytes | FileRegion
+        data: bytes | FileRegion | None = None
         if file_regions and end - start >= REGION_MIN_BYTES:
-            data = FileRegion(OwnedDescriptor(self._file.descriptor()), start, end - start)
-        else:
+            try:
+                data = FileRegion(OwnedDescriptor(self._file.descriptor()), start, end - start)
+            except OSError as exc:  # no descriptor left for a duplicate: read the bytes instead
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+        if data is None:
             data = os.pread(self._file.descriptor(), end - start, start)
         if end >= self.size:
             next_offset = self.next_offset

@@ -34,6 +34,7 @@ class OwnedDescriptor:
     __slots__ = ("descriptor",)
 
     def __init__(self, descriptor: int) -> None:
+        self.descriptor = -1  # (for __del__ if the dup fails)
         self.descriptor = os.dup(descriptor)
 
     def __del__(self) -> None:
