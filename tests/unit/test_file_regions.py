@@ -4,7 +4,8 @@
   for runs of at least ``REGION_MIN_BYTES`` and as bytes below; the memory log always gives bytes.
 * A region keeps its own descriptor: the segment deleted by retention (or DeleteRecords) after the
   read still reads the bytes that were read, and the descriptor closes with the last region. With
-  no descriptor left for the duplicate, the read gives bytes instead.
+  no descriptor left for the duplicate, the read gives bytes instead. A compaction that swaps the
+  segment out leaves the region's bytes as they were.
 * ``send_now`` sends buffers and regions in order to a socket that takes only part of them, and what
   it hands back, sent later, completes the stream byte for byte.
 * ``encode_fetch_response`` puts a region in the answer as an item of its own, counted in the sizes:
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.core.cluster import Cluster
 from kafkalite.broker.core.log import region as region_module
 from kafkalite.broker.core.log.disk import REGION_MIN_BYTES, DiskLog
 from kafkalite.broker.core.log.memory import MemoryLog
@@ -245,3 +248,27 @@ def test_the_codec_keeps_a_region_as_an_item_of_its_own(tmp_path: Path) -> None:
             assert b"".join(read_pieces(with_regions)) == b"".join(with_bytes)
     finally:
         partition_log.close()
+
+
+def test_a_region_keeps_its_bytes_when_compaction_swaps_its_segment(tmp_path: Path) -> None:
+    cluster = Cluster(BrokerConfig({"log.dirs": str(tmp_path), "log.cleaner.backoff.ms": "0"}))
+    cluster.open()
+    try:
+        partition = cluster.topics.create("compacted", 1, {
+            "cleanup.policy": "compact", "segment.bytes": str(300 * 1024), "min.cleanable.dirty.ratio": "0.01",
+        }).partitions[0]
+        for round_number in range(8):  # the same ten keys again and again: most records are superseded
+            builder = RecordBatchBuilder()
+            for key in range(10):
+                builder.append(timestamp=T0, key=b"key-%d" % key, value=bytes([round_number]) * 8000)
+            partition.append_internal(builder.build(), T0)
+        read = partition.read(0, 1 << 22, min_one_batch=True, file_regions=True)
+        assert any(isinstance(piece, FileRegion) for piece in read.records)
+        expected = b"".join(read_pieces(list(read.records)))
+        size_before = partition.log.size_bytes()
+        assert cluster.log_cleaner.clean_now(T0 + 1) == 1
+        assert partition.log.size_bytes() < size_before
+        assert b"".join(read_pieces(list(read.records))) == expected
+        assert [batch.base_offset for batch in iter_batches(expected)][:2] == [0, 10]
+    finally:
+        cluster.close()
