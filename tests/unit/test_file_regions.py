@@ -10,16 +10,20 @@
   it hands back, sent later, completes the stream byte for byte.
 * ``encode_fetch_response`` puts a region in the answer as an item of its own, counted in the sizes:
   with the region read in its place, the frame is the one the plain bytes give.
-* ``KafkaConnection`` on a real socket pair: a Fetch answer with regions goes out whole and in order
-  with the answers around it, whether the socket takes it at once or not.
+* ``KafkaConnection`` on a real socket (a transport that buffers as uvloop's does): Fetch answers
+  with regions go out whole and in order with the answers around them, answered in one read
+  (corked) or in a read of their own while the socket is full.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import socket
+import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,8 +34,11 @@ from kafkalite.broker.core.log.disk import REGION_MIN_BYTES, DiskLog
 from kafkalite.broker.core.log.memory import MemoryLog
 from kafkalite.broker.core.log.partition_log import LogConfig
 from kafkalite.broker.core.log.region import FileRegion, OwnedDescriptor, RegionTruncated, read_pieces, send_now
+from kafkalite.broker.handlers.registry import ApiHandler, RequestContext
+from kafkalite.broker.net import KafkaConnection
 from kafkalite.protocol.fetch_codec import encode_fetch_response
-from kafkalite.protocol.messages import FetchResponse
+from kafkalite.protocol.framing import encode_request, parse_response_header
+from kafkalite.protocol.messages import FetchRequest, FetchResponse, HeartbeatRequest, HeartbeatResponse
 from kafkalite.protocol.messages.fetch_response import FetchableTopicResponse, PartitionData
 from kafkalite.protocol.records import RecordBatchBuilder, iter_batches
 
@@ -272,3 +279,147 @@ def test_a_region_keeps_its_bytes_when_compaction_swaps_its_segment(tmp_path: Pa
         assert [batch.base_offset for batch in iter_batches(expected)][:2] == [0, 10]
     finally:
         cluster.close()
+
+
+# the connection ------------------------------------------------------------------------------------
+
+class SocketTransport(asyncio.Transport):
+    """A transport over a real non-blocking socket that behaves like uvloop's: a write with nothing
+    buffered goes to the socket at once, what the socket does not take is buffered (and counted by
+    ``get_write_buffer_size``) until ``pump`` sends it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.socket = sock
+        self.buffer = bytearray()
+        self.written = 0  # bytes given to the transport
+        self.closed = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 50000), "socket": self.socket}.get(name, default)
+
+    def write(self, data: Any) -> None:
+        self.writelines([data])
+
+    def writelines(self, buffers: Any) -> None:
+        for buffer in buffers:
+            self.buffer += buffer
+            self.written += len(buffer)
+        self.pump()
+
+    def pump(self) -> None:
+        while self.buffer:
+            try:
+                sent = self.socket.send(self.buffer)
+            except BlockingIOError:
+                return
+            del self.buffer[:sent]
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.buffer)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def test_a_connection_sends_region_answers_whole_and_in_order(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    sent_from_files: list[int] = []
+    sendfile = os.sendfile
+
+    def counting_sendfile(out_descriptor: int, in_descriptor: int, offset: int, count: int) -> int:
+        sent = sendfile(out_descriptor, in_descriptor, offset, count)
+        sent_from_files.append(sent)
+        return sent
+
+    monkeypatch.setattr(os, "sendfile", counting_sendfile)
+    payload = os.urandom(600_000)
+    path = tmp_path / "segment"
+    path.write_bytes(payload)
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        owned = OwnedDescriptor(descriptor)
+    finally:
+        os.close(descriptor)
+    offered: list[bool] = []
+
+    def fetch(context: RequestContext, request: FetchRequest) -> FetchResponse:
+        offered.append(context.file_regions)
+        position = 1000 * context.correlation_id
+        return FetchResponse(responses=[FetchableTopicResponse(topic="events", partitions=[PartitionData(
+            partition_index=0, high_watermark=9, records=[  # type: ignore[arg-type]
+                b"small", FileRegion(owned, position, 500_000), payload[:100]])])])
+
+    def heartbeat(context: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+        return HeartbeatResponse()
+
+    handlers = {1: ApiHandler(1, "Fetch", 4, 17, FetchRequest, FetchResponse, fetch),
+                12: ApiHandler(12, "Heartbeat", 0, 4, HeartbeatRequest, HeartbeatResponse, heartbeat)}
+    sender, receiver = tcp_pair()
+    sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+    receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    sender.setblocking(False)
+    receiver.settimeout(10)
+    transport = SocketTransport(sender)
+    connection = KafkaConnection(None, max_request_bytes=1 << 20, idle_ms=0, handlers=handlers)  # type: ignore[arg-type]
+    try:
+        connection.connection_made(transport)
+        requests = [(HeartbeatRequest(group_id="g"), 1), (FetchRequest(), 12), (HeartbeatRequest(group_id="g"), 1),
+                    (FetchRequest(), 12), (FetchRequest(), 12), (HeartbeatRequest(group_id="g"), 1)]
+        data = b"".join(encode_request(request, version, correlation_id, "tests")
+                        for correlation_id, (request, version) in enumerate(requests, start=1))
+        buffer = connection.get_buffer(-1)
+        buffer[:len(data)] = data
+        connection.buffer_updated(len(data))  # one read: answers corked, then written in order
+        later = encode_request(FetchRequest(), 12, 7, "tests")  # a read of its own, the socket still full
+        buffer = connection.get_buffer(-1)
+        buffer[:len(later)] = later
+        connection.buffer_updated(len(later))
+        received = bytearray()
+        frames: list[bytes] = []
+        while len(frames) < 7:  # a slow reader: 64 KiB at a time, the transport sending more between reads
+            transport.pump()
+            chunk = receiver.recv(65536)
+            assert chunk, "the connection closed"
+            received += chunk
+            frames = _frames_of(received)
+        assert not transport.buffer
+        assert sum(sent_from_files) > 0 and transport.written > 0  # both paths were taken
+    finally:
+        sender.close()
+        receiver.close()
+    assert offered == [True, True, True, True]
+    assert [struct.unpack_from(">i", frame)[0] for frame in frames] == [1, 2, 3, 4, 5, 6, 7]
+    for correlation_id, frame in zip(range(1, 8), frames, strict=True):
+        if correlation_id in (2, 4, 5, 7):
+            answer = FetchResponse.decode_from(parse_response_header(frame, 1, 12), 12)
+            position = 1000 * correlation_id
+            records = answer.responses[0].partitions[0].records
+            assert isinstance(records, memoryview | bytes)
+            assert bytes(records) == b"small" + payload[position:position + 500_000] + payload[:100]
+        else:
+            assert HeartbeatResponse.decode_from(parse_response_header(frame, 12, 1), 1).error_code == 0
+
+
+def _frames_of(data: bytearray) -> list[bytes]:
+    """The whole frames at the front of ``data`` (size prefixes removed)."""
+    frames, position = [], 0
+    while len(data) - position >= 4:
+        (size,) = struct.unpack_from(">i", data, position)
+        if len(data) - position - 4 < size:
+            break
+        frames.append(bytes(data[position + 4:position + 4 + size]))
+        position += 4 + size
+    return frames

@@ -4,14 +4,15 @@ A plaintext connection can hand such a region to the kernel (``os.sendfile``), s
 the page cache to the socket without being copied into Python; a connection that cannot (TLS, or a
 socket whose buffer is not empty) reads the region with ``os.pread`` just before writing it.
 
-A region owns a descriptor of its own (``os.dup`` of the segment's), shared by the regions of one read
-and closed when the last of them is gone. So a segment deleted while the answer waits (retention,
+A region owns a descriptor of its own (``os.dup`` of the segment's), shared with the parts cut from it
+(``after``) and closed when the last of them is gone. So a segment deleted while the answer waits (retention,
 DeleteRecords, a compacted segment swapped out) is unlinked by name only: the region still reads the
 file it was cut from. Bytes a region covers are never rewritten in place: a segment only grows by
 appends, a failed append is cut back to where the file ended before it (past every region), and
 recovery truncates before anything is served; compaction writes a new file. If a file ever yields
-fewer bytes than the region promised (the answer's length is already in its header), ``read`` and
-``send_to`` raise ``RegionTruncated`` and the connection must be closed rather than sent short.
+fewer bytes than the region promised (the answer's length is already in its header), ``read`` raises
+``RegionTruncated`` (``send_to`` too when the file has nothing left at the region's position), and the
+connection must be closed rather than sent short.
 """
 
 from __future__ import annotations
