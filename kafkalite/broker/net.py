@@ -60,6 +60,8 @@ import asyncio
 import inspect
 import itertools
 import logging
+import os
+import socket
 import struct
 import time
 from collections import deque
@@ -67,6 +69,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableSet, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from kafkalite.broker.core.log.region import FileRegion, RegionTruncated, read_pieces, send_now
 from kafkalite.broker.handlers.api_versions import api_versions_response
 from kafkalite.broker.handlers.delayed import DelayedAnswer, run_after_dispatch
 from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
@@ -209,6 +212,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._write_paused = self._reading_paused = False
         self._drained: asyncio.Future[None] | None = None
         self._corked: list[bytes | bytearray | memoryview] | None = None
+        self._socket_descriptor = -1  # a plaintext stream socket's: answers may send file regions to it
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due = 0.0
         self._last_activity = clock()
@@ -228,6 +232,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             self._admitted = True
         self._last_activity = self._clock()
+        self._socket_descriptor = _plaintext_socket(transport)
         if self._connections is not None:
             self._connections.add(self)
         if self._idle_ms > 0:
@@ -430,7 +435,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
         correlation_id = request.correlation_id
         context = RequestContext(self._cluster, api_key, api_version, correlation_id, request.header.client_id,
-                                 self.peer, self.connection_id, self.listener_name, self.session)
+                                 self.peer, self.connection_id, self.listener_name, self.session,
+                                 file_regions=self._socket_descriptor >= 0)
         observer = self.observer
         if observer is None and not self._pending:
             return self._handle_now(handler, context, body)
@@ -471,7 +477,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 log.exception("cannot encode the response to %s (API key %d v%d); closing the connection",
                               self.peer, context.api_key, context.api_version)
                 return self.close()
-            if self._corked is not None:
+            if self._socket_descriptor >= 0 and FileRegion in map(type, buffers):
+                self._write_regions(buffers)
+            elif self._corked is not None:
                 self._corked.extend(buffers)
             elif self.transport is not None:
                 self.transport.writelines(buffers)
@@ -542,7 +550,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return self.close()
             if self.observer is not None:
                 self.observer.response_written(self, slot.api_key, buffers)
-            if self._corked is not None:
+            if self._socket_descriptor >= 0 and FileRegion in map(type, buffers):
+                self._write_regions(buffers)
+            elif self._corked is not None:
                 self._corked.extend(buffers)
             elif self.transport is not None:
                 self.transport.writelines(buffers)
@@ -651,6 +661,33 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if corked and self.transport is not None and not self.transport.is_closing():
             self.transport.writelines(corked)
 
+    def _write_regions(self, pieces: list[Any]) -> None:
+        """Write an answer that holds file regions (a Fetch from disk, ``core.log.region``), after what
+        is ahead of it. Corked answers go to the transport first; then, if the transport holds nothing,
+        the answer goes straight to the socket (bytes with ``os.writev``, regions with ``os.sendfile``)
+        until it would block. What is left, or the whole answer when the transport still holds bytes,
+        is read (``os.pread``) and given to the transport, which keeps the order from there. A region
+        whose file ends early, or a socket error, closes the connection (the answer's size is sent)."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        corked = self._corked
+        if corked:
+            transport.writelines(corked)
+            corked.clear()
+        try:
+            if transport.get_write_buffer_size() == 0:
+                pieces = send_now(self._socket_descriptor, pieces)
+            if pieces:
+                transport.writelines(read_pieces(pieces))
+        except RegionTruncated as exc:
+            log.error("closing connection from %s: a Fetch answer cannot be completed: %s", self.who, exc)
+            self.abort()
+        except OSError as exc:
+            log.info("closing connection from %s: writing a Fetch answer failed: %s", self.who, exc)
+            self.abort()
+        self._last_activity = self._clock()
+
     def _set_drained(self) -> None:
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
@@ -683,3 +720,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._budget is not None:
                 self._budget.end_request()
         self._pending.clear()
+
+
+def _plaintext_socket(transport: asyncio.BaseTransport) -> int:
+    """The descriptor of the transport's socket if answers may be written to it directly (a stream
+    socket without TLS, on a system with ``os.sendfile``), else -1."""
+    if not hasattr(os, "sendfile") or transport.get_extra_info("sslcontext") is not None \
+            or transport.get_extra_info("ssl_object") is not None:
+        return -1
+    sock = transport.get_extra_info("socket")
+    if sock is None or getattr(sock, "type", None) != socket.SOCK_STREAM:
+        return -1
+    try:
+        return int(sock.fileno())
+    except (OSError, ValueError):
+        return -1

@@ -7,7 +7,10 @@ the start.
 ``encode_fetch_response`` gives exactly the buffers' bytes that ``framing.encode_response`` gives
 through the generated ``FetchResponse.write`` (size prefix, header, body), with one ``struct``
 call per partition's fixed fields. Record sets of ``ZERO_COPY_BYTES`` or more stay buffers of their
-own, so stored batches are not copied. What it does not take on it leaves to the generated code
+own, so stored batches are not copied. A record set may also hold pieces that are not buffers at all
+(any ``Region``: an object with a length, such as the broker's file regions); each stays an item of
+its own, in order, for the writer to send, and its length counts in the frame's sizes.
+What it does not take on it leaves to the generated code
 (it answers None): a ``diverging_epoch``, ``current_leader`` or ``snapshot_id`` other than the
 default, ``node_endpoints``, or unknown tagged fields. A unit test checks it against the generated
 encoder on every version.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Protocol
 
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.messages.fetch_request import (
@@ -36,7 +40,7 @@ from kafkalite.protocol.messages.fetch_response import (
 )
 from kafkalite.protocol.primitives import ZERO_UUID, Reader, append_uvarint, not_null
 
-__all__ = ["ZERO_COPY_BYTES", "decode_fetch_request", "encode_fetch_response"]
+__all__ = ["ZERO_COPY_BYTES", "Region", "decode_fetch_request", "encode_fetch_response"]
 
 ZERO_COPY_BYTES = 16 * 1024  # as the generic Writer: smaller record sets are copied into the frame
 _INT16 = struct.Struct(">h")
@@ -49,6 +53,16 @@ _PARTITION = {  # index, error code, high watermark, [last stable offset (v4+)],
 }
 _EPOCH, _LEADER, _SNAPSHOT = EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId()
 _Buffer = bytes | bytearray | memoryview
+
+
+class Region(Protocol):
+    """A piece of a record set the encoder does not read: its length goes in the frame, the piece
+    itself is an item of the answer's list of its own (the writer knows how to send it)."""
+
+    def __len__(self) -> int: ...
+
+
+_Piece = _Buffer | Region
 # replica id (v0-14), max wait, min bytes, max bytes (v3+), isolation level (v4+), session id and epoch (v7+)
 _REQUEST = {version: struct.Struct(">" + "i" * (version <= 14) + "ii" + "i" * (version >= 3) + "b" * (version >= 4)
                                    + "ii" * (version >= 7)) for version in range(18)}
@@ -146,13 +160,14 @@ def _no_tags(reader: Reader) -> None:
     reader.pos += 1
 
 
-def encode_fetch_response(response: FetchResponse, version: int, correlation_id: int) -> list[_Buffer] | None:
-    """The whole response frame as buffers for ``writelines``, or None (see the module)."""
+def encode_fetch_response(response: FetchResponse, version: int, correlation_id: int) -> list[_Piece] | None:
+    """The whole response frame as buffers for ``writelines`` (and any ``Region`` pieces of its record
+    sets, in place), or None (see the module)."""
     if response.node_endpoints or response.unknown_tagged_fields is not None or not 0 <= version <= 17:
         return None
     flexible = version >= 12
-    buffers: list[_Buffer] = []
-    out = bytearray(8)  # size and correlation id, packed last
+    buffers: list[_Piece] = []
+    out = head = bytearray(8)  # size and correlation id, packed last
     if flexible:
         out.append(0)  # response header v1: no tagged fields
     if version >= 7:
@@ -202,7 +217,7 @@ def encode_fetch_response(response: FetchResponse, version: int, correlation_id:
         out.append(0)
     buffers.append(out)
     total = sum(len(buffer) for buffer in buffers)
-    _SIZE_CORRELATION.pack_into(buffers[0], 0, total - 4, correlation_id)
+    _SIZE_CORRELATION.pack_into(head, 0, total - 4, correlation_id)
     return buffers
 
 
@@ -231,16 +246,17 @@ def _aborted(out: bytearray, aborted: Sequence[AbortedTransaction] | None, flexi
     return True
 
 
-def _records(out: bytearray, buffers: list[_Buffer], records: object, flexible: bool) -> bytearray:
-    """Write a records value; a large chunk becomes a buffer of its own. Returns the buffer to go on with."""
+def _records(out: bytearray, buffers: list[_Piece], records: object, flexible: bool) -> bytearray:
+    """Write a records value; a large chunk, or a ``Region``, becomes an item of its own. Returns the
+    buffer to go on with."""
     if records is None:
         _length(out, -1, flexible)
         return out
-    chunks: Sequence[_Buffer] = (records,) if isinstance(records, (bytes, bytearray, memoryview)) else (
+    chunks: Sequence[_Piece] = (records,) if isinstance(records, (bytes, bytearray, memoryview)) else (
         records)  # type: ignore[assignment]
     _length(out, sum(len(chunk) for chunk in chunks), flexible)
     for chunk in chunks:
-        if len(chunk) >= ZERO_COPY_BYTES:
+        if not isinstance(chunk, (bytes, bytearray, memoryview)) or len(chunk) >= ZERO_COPY_BYTES:
             if out:
                 buffers.append(out)
                 out = bytearray()

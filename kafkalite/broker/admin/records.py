@@ -74,7 +74,7 @@ def browse(partition: Partition, *, offset: int | None = None, timestamp: int | 
             break
         read += info.size
         moved = position
-        for chunk in info.records:
+        for chunk in info.buffers():
             for batch in iter_batches(chunk):
                 moved = max(moved, batch.last_offset + 1)
                 if isinstance(batch, RecordBatch) and batch.is_control:

@@ -100,7 +100,7 @@ class CoordinatorLog:
             result = partition_log.read(offset, _REPLAY_CHUNK, min_one_batch=True)
             if not result.size:
                 break
-            data = b"".join(result.chunks)
+            data = result.to_bytes()
             for batch in iter_batches(data):
                 if not isinstance(batch, RecordBatch):
                     continue

@@ -59,6 +59,8 @@ from kafkalite.broker.config import TOPIC_KEYS, TopicConfig
 from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.partition_log import PartitionLog, wall_clock_ms
 from kafkalite.broker.core.log.producer_state import ProducerStateManager
+from kafkalite.broker.core.log.region import FileRegion
+from kafkalite.broker.core.log.segment import Piece
 from kafkalite.broker.core.log.txn_index import AbortedTxn
 from kafkalite.protocol.compression import Compression
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -112,12 +114,16 @@ class AppendInfo:
 
 @dataclass(slots=True)
 class ReadInfo:
-    records: list[bytes | bytearray | memoryview]
+    records: list[Piece]  # bytes, or FileRegion objects when the read asked for file regions
     size: int
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
     aborted_transactions: list[AbortedTxn] | None = None  # read_committed only
+
+    def buffers(self) -> list[bytes | bytearray | memoryview]:
+        """The records as buffers, file regions read."""
+        return [piece.read() if isinstance(piece, FileRegion) else piece for piece in self.records]
 
 
 Listener = Callable[["Partition", int], None]
@@ -430,14 +436,17 @@ class Partition:
             return ErrorCode.FENCED_LEADER_EPOCH
         return ErrorCode.NONE
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False) -> ReadInfo:
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False,
+             file_regions: bool = False) -> ReadInfo:
         """Stored batches from ``offset`` (raises the log's OffsetOutOfRange when outside the log, and
-        UNKNOWN_TOPIC_OR_PARTITION once the topic was deleted)."""
+        UNKNOWN_TOPIC_OR_PARTITION once the topic was deleted); with ``file_regions``, large runs on
+        disk as ``FileRegion`` objects (``log.region``) for a writer that can send them."""
         if self.deleted:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{self} was deleted")
         last_stable = self.last_stable_offset
         upper = last_stable if read_committed else self.high_watermark
-        result = self.log.read(offset, max_bytes, min_one_batch=min_one_batch, upper_bound=upper)
+        result = self.log.read(offset, max_bytes, min_one_batch=min_one_batch, upper_bound=upper,
+                               file_regions=file_regions)
         aborted: list[AbortedTxn] | None = None
         if read_committed:
             aborted = self.producer_state.aborted_transactions(offset, result.next_offset) if result.size else []

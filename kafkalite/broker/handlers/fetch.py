@@ -24,6 +24,7 @@ import asyncio
 import time
 import uuid
 from dataclasses import dataclass
+from typing import cast
 
 from kafkalite.broker.core.fetch_sessions import CachedPartition, FetchPlan, WantedPartition, plan_fetch
 from kafkalite.broker.core.log.partition_log import OffsetOutOfRange
@@ -33,6 +34,7 @@ from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import FetchRequest, FetchResponse
 from kafkalite.protocol.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, PartitionData
+from kafkalite.protocol.primitives import Records
 
 _READ_COMMITTED = 1
 _EMPTY = b""
@@ -55,17 +57,17 @@ def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchRespons
     wanted = plan.partitions
     read_committed = request.isolation_level == _READ_COMMITTED
     max_bytes = min(request.max_bytes, cluster.fetch_max_bytes)
-    results = _read_all(wanted, max_bytes, read_committed)
+    results = _read_all(wanted, max_bytes, read_committed, context.file_regions)
     available = sum(r.read.size for r in results if r.read is not None)
     errors = any(r.error for r in results)
     nothing_to_wait_on = not wanted and (plan.session is None or not plan.session.partitions)
     if request.max_wait_ms <= 0 or nothing_to_wait_on or available >= request.min_bytes or errors:
         return _answer(plan, results, version, read_committed)
-    return _wait_then_respond(plan, request, max_bytes, read_committed, version, available)
+    return _wait_then_respond(plan, request, max_bytes, read_committed, version, available, context.file_regions)
 
 
 def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, read_committed: bool,
-                       version: int, available: int) -> DelayedAnswer:
+                       version: int, available: int, file_regions: bool) -> DelayedAnswer:
     """Park until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again and answer once the
     requests being dispatched with the append are done, or from the timer: in the same loop iteration,
     no task. Parked on the session when there is one (its watchers see every partition of it), else on
@@ -93,7 +95,7 @@ def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, r
             return
         stop_waiting()
         try:
-            results = _read_all(plan.revisit(), max_bytes, read_committed)
+            results = _read_all(plan.revisit(), max_bytes, read_committed, file_regions)
             answer.complete(_answer(plan, results, version, read_committed))
         except Exception as exc:
             answer.fail(exc)
@@ -142,7 +144,10 @@ def _settled(result: _Result, read_committed: bool) -> bool:
     return result.wanted.fetch_offset >= (read.last_stable_offset if read_committed else read.high_watermark)
 
 
-def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: bool) -> list[_Result]:
+def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: bool,
+              file_regions: bool) -> list[_Result]:
+    """Read each partition in turn within ``max_bytes``; with ``file_regions``, large runs on disk stay
+    ``FileRegion`` objects (the connection sends them with ``os.sendfile`` or reads them as it writes)."""
     results = []
     remaining = max_bytes
     min_one_batch = True
@@ -162,7 +167,8 @@ def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: boo
             continue
         try:
             read = partition.read(item.fetch_offset, min(item.partition_max_bytes, remaining),
-                                  min_one_batch=min_one_batch, read_committed=read_committed)
+                                  min_one_batch=min_one_batch, read_committed=read_committed,
+                                  file_regions=file_regions)
         except OffsetOutOfRange:
             results.append(_Result(item, ErrorCode.OFFSET_OUT_OF_RANGE, None))
             continue
@@ -213,6 +219,7 @@ def _respond(results: list[_Result], version: int, read_committed: bool, session
             last_stable_offset=last_stable,
             log_start_offset=log_start,
             aborted_transactions=_aborted(read) if read_committed else None,
-            records=read.records if read is not None and read.size else _EMPTY,
+            # file regions among the records are pieces fetch_codec passes through (its ``Region``)
+            records=cast(Records, read.records) if read is not None and read.size else _EMPTY,
         ))
     return response

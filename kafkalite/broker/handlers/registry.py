@@ -50,6 +50,8 @@ class RequestContext:
     # None on a PLAINTEXT listener without an authorizer, where every client is ANONYMOUS and allowed
     session: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # the connection can send file regions (a plaintext socket): Fetch may answer with them (log.region)
+    file_regions: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,9 @@ scans about ``index.interval.bytes`` at most before returning stored bytes untou
 **Reads** return whole stored batches, starting with the batch that *contains* the wanted offset (it
 may begin before it, as in Kafka), while the total stays within ``max_bytes``; with ``min_one_batch``
 the first batch comes back whole even if it alone is larger. Batches whose last offset reaches
-``upper_bound`` (the high watermark, or the last stable offset) are never returned.
+``upper_bound`` (the high watermark, or the last stable offset) are never returned. A read that asks
+for ``file_regions`` gets a run of 64 KiB or more on disk as a ``region.FileRegion`` (a descriptor of
+its own, a position, a length) instead of its bytes, for a connection to send with ``os.sendfile``.
 
 **Durability.** Appends land in the page cache. ``flush`` fsyncs every segment holding offsets at or
 above the *recovery point*, then moves the recovery point to the log end offset. ``flush.messages`` makes

@@ -25,6 +25,7 @@ time a lookup needs them.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -42,6 +43,7 @@ from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.files import FileHandle, OpenFiles
 from kafkalite.broker.core.log.index import IndexCorrupt, OffsetIndex, TimeIndex, write_all
 from kafkalite.broker.core.log.partition_log import LogConfig, SegmentedLog, wall_clock_ms
+from kafkalite.broker.core.log.region import FileRegion, OwnedDescriptor
 from kafkalite.broker.core.log.segment import (
     CLEANED_SUFFIX,
     INDEX_SUFFIX,
@@ -58,7 +60,7 @@ from kafkalite.protocol.records import LOG_OVERHEAD, NO_TIMESTAMP, RecordBatch, 
 
 log = logging.getLogger("kafkalite.log")
 
-__all__ = ["DiskLog", "FileSegment", "RecoveryOutcome", "file_batches"]
+__all__ = ["REGION_MIN_BYTES", "DiskLog", "FileSegment", "RecoveryOutcome", "file_batches"]
 
 _BATCH_LENGTH: Final = struct.Struct(">i")  # at byte 8 of every batch (LOG_OVERHEAD framing)
 _BASE_OFFSET: Final = struct.Struct(">q")  # bytes 0..8 of every batch
@@ -67,6 +69,9 @@ _SPAN: Final = struct.Struct(">qi11xi")  # base offset, batch length, (11 bytes)
 # max timestamp: the first 43 bytes of a magic-2 batch
 _HEAD: Final = struct.Struct(">qi4xb6xi8xq")
 _MIN_BATCH_LENGTH: Final = 49  # a magic-2 batch header without its LOG_OVERHEAD
+# Runs of stored batches at least this long are given as file regions when the reader asks for them:
+# below it, a pread and one write cost less than a descriptor of its own and a sendfile between writes.
+REGION_MIN_BYTES: Final = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,9 +436,11 @@ class FileSegment(LogSegment):
             boundary += span.size
         return boundary
 
-    def read(self, offset: int, max_bytes: int, min_one_batch: bool, upper_bound: int) -> SegmentRead:
+    def read(self, offset: int, max_bytes: int, min_one_batch: bool, upper_bound: int,
+             file_regions: bool = False) -> SegmentRead:
         """Find the byte range with the indexes and the batch headers near its two ends, then read it
-        with one ``os.pread``.
+        with one ``os.pread``, or, with ``file_regions`` and at least ``REGION_MIN_BYTES``, give it as a
+        ``FileRegion`` on a descriptor of its own (``region`` module) for the writer to send.
 
         Offsets within a segment are contiguous (each batch's base offset is one past the previous
         batch's last offset), so the next offset after the range is the base offset stored at its end.
@@ -459,7 +466,15 @@ class FileSegment(LogSegment):
                 if not min_one_batch:
                     return SegmentRead(stopped=True)
                 end = start + first.size
-        data = os.pread(self._file.descriptor(), end - start, start)
+        data: bytes | FileRegion | None = None
+        if file_regions and end - start >= REGION_MIN_BYTES:
+            try:
+                data = FileRegion(OwnedDescriptor(self._file.descriptor()), start, end - start)
+            except OSError as exc:  # no descriptor left for a duplicate: read the bytes instead
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+        if data is None:
+            data = os.pread(self._file.descriptor(), end - start, start)
         if end >= self.size:
             next_offset = self.next_offset
         else:

@@ -45,7 +45,8 @@ class MemorySegment(LogSegment):
         self._running_max_timestamps.append(self.max_timestamp)
         return position
 
-    def read(self, offset: int, max_bytes: int, min_one_batch: bool, upper_bound: int) -> SegmentRead:
+    def read(self, offset: int, max_bytes: int, min_one_batch: bool, upper_bound: int,
+             file_regions: bool = False) -> SegmentRead:
         result = SegmentRead()
         for index in range(bisect_left(self._last_offsets, offset), len(self._batches)):
             data = self._batches[index]

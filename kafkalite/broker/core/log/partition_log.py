@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
+from kafkalite.broker.core.log.region import FileRegion
 from kafkalite.broker.core.log.segment import (
     INT32_MAX,
     LogSegment,
+    Piece,
 )
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
@@ -153,12 +155,13 @@ class AppendResult:
 class ReadResult:
     """Stored batches, as buffers to send without re-encoding (``transport.writelines(chunks)``).
 
-    ``chunks`` are ``bytes`` or ``memoryview`` slices, one per contiguous run of stored bytes;
+    ``chunks`` are ``bytes`` or ``memoryview`` slices, one per contiguous run of stored bytes, or, for a
+    read that asked for ``file_regions``, ``FileRegion`` objects for runs read from disk;
     ``size`` is their total length. ``first_offset`` is the base offset of the first batch (-1 when
     empty), ``next_offset`` one past the last batch's last offset (the requested offset when empty).
     """
 
-    chunks: list[Buffer]
+    chunks: list[Piece]
     size: int
     first_offset: int
     next_offset: int
@@ -168,7 +171,7 @@ class ReadResult:
         return self.size == 0
 
     def to_bytes(self) -> bytes:
-        return b"".join(self.chunks)
+        return b"".join(chunk.read() if isinstance(chunk, FileRegion) else chunk for chunk in self.chunks)
 
 
 class PendingFlush:
@@ -228,7 +231,8 @@ class PartitionLog(Protocol):
 
     def append(self, batch: RecordBatch | bytearray | memoryview, now_ms: int) -> AppendResult: ...
     def read(
-        self, offset: int, max_bytes: int, *, min_one_batch: bool, upper_bound: int | None = None
+        self, offset: int, max_bytes: int, *, min_one_batch: bool, upper_bound: int | None = None,
+        file_regions: bool = False,
     ) -> ReadResult: ...
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
     def max_timestamp(self) -> tuple[int, int] | None: ...
@@ -482,13 +486,15 @@ class SegmentedLog(ABC):
 
     # --- reading -----------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, upper_bound: int | None = None) -> ReadResult:
-        """Whole stored batches from the one containing ``offset``; see the module docstring."""
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, upper_bound: int | None = None,
+             file_regions: bool = False) -> ReadResult:
+        """Whole stored batches from the one containing ``offset``; see the module docstring. With
+        ``file_regions``, large runs on disk come as ``FileRegion`` objects instead of bytes."""
         log_end_offset = self.log_end_offset
         if offset < self._log_start_offset or offset > log_end_offset:
             raise OffsetOutOfRange(offset, self._log_start_offset, log_end_offset)
         limit = log_end_offset if upper_bound is None else min(upper_bound, log_end_offset)
-        buffers: list[Buffer] = []
+        buffers: list[Piece] = []
         size = 0
         first_offset = -1
         next_offset = offset
@@ -497,7 +503,7 @@ class SegmentedLog(ABC):
         for segment in self._segments[self._segment_index_for(offset) :]:
             if segment.next_offset <= next_offset:
                 continue
-            part = segment.read(next_offset, max_bytes - size, min_one_batch and size == 0, limit)
+            part = segment.read(next_offset, max_bytes - size, min_one_batch and size == 0, limit, file_regions)
             if part.size:
                 buffers.extend(part.buffers)
                 size += part.size

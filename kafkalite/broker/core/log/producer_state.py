@@ -428,7 +428,7 @@ def _batches_from(partition_log: PartitionLog, offset: int) -> Iterator[RecordBa
         result = partition_log.read(offset, _REPLAY_CHUNK, min_one_batch=True)
         if not result.size:
             return
-        for batch in iter_batches(b"".join(result.chunks)):
+        for batch in iter_batches(result.to_bytes()):
             if isinstance(batch, RecordBatch) and batch.last_offset >= offset:
                 yield batch
                 offset = batch.next_offset

@@ -14,14 +14,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
+from kafkalite.broker.core.log.region import FileRegion
 from kafkalite.protocol.records import NO_TIMESTAMP, RecordBatch
 
 log = logging.getLogger("kafkalite.log")
 
 __all__ = ["CLEANED_SUFFIX", "INDEX_SUFFIX", "INT32_MAX", "LOG_SUFFIX", "SWAP_SUFFIX", "TIME_INDEX_SUFFIX", "Buffer",
-           "LogSegment", "SegmentRead", "segment_file_name"]
+           "LogSegment", "Piece", "SegmentRead", "segment_file_name"]
 
 Buffer = bytes | bytearray | memoryview
+Piece = bytes | bytearray | memoryview | FileRegion  # what a read gives: bytes, or a region of a file
 
 LOG_SUFFIX: Final = ".log"
 INDEX_SUFFIX: Final = ".index"
@@ -43,7 +45,7 @@ class SegmentRead:
     bound was reached inside this one.
     """
 
-    buffers: list[Buffer] = field(default_factory=list)
+    buffers: list[Piece] = field(default_factory=list)
     size: int = 0
     first_offset: int = -1
     next_offset: int = -1
@@ -73,10 +75,12 @@ class LogSegment(ABC):
         """Store ``batch`` (its base offset already assigned) at the end; return its position."""
 
     @abstractmethod
-    def read(self, offset: int, max_bytes: int, min_one_batch: bool, upper_bound: int) -> SegmentRead:
+    def read(self, offset: int, max_bytes: int, min_one_batch: bool, upper_bound: int,
+             file_regions: bool = False) -> SegmentRead:
         """Whole batches from the one containing ``offset``, while the total stays within ``max_bytes``
         (or the first one regardless, with ``min_one_batch``), stopping before any batch whose last
-        offset is at or above ``upper_bound``."""
+        offset is at or above ``upper_bound``. With ``file_regions``, an engine that stores files may
+        give a large run of batches as a ``FileRegion`` instead of reading it (memory gives bytes)."""
 
     @abstractmethod
     def batches_from(self, offset: int) -> Iterator[RecordBatch]:

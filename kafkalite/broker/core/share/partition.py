@@ -269,7 +269,7 @@ class SharePartition:
             return max_bytes
         aborted = sorted(read.aborted_transactions or (), key=lambda txn: txn.first_offset)
         aborting: set[int] = set()
-        for chunk in read.records:
+        for chunk in read.buffers():
             for batch in iter_batches(chunk):
                 if not isinstance(batch, RecordBatch):
                     continue
