@@ -294,8 +294,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         rest when back-pressure says stop."""
         scratch, view, position = self._scratch.data, self._scratch.view, 0
         self._prefix = b""
+        budget = self._budget
         while end - position >= 4:
-            if self._must_hold():
+            if (self._write_paused or self._draining or len(self._pending) >= self._max_in_flight
+                    or (budget is not None and budget.exhausted)):  # _must_hold(), without a call per frame
                 self._hold(bytes(scratch[position:end]))
                 return
             size = _SIZE.unpack_from(scratch, position)[0]
@@ -410,8 +412,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             request = parse_request(frame)
         except ProtocolError as exc:
             return self._violation(f"sent a malformed request header: {exc}")
-        api_key, api_version = request.api_key, request.api_version
-        self.client_id = request.header.client_id
+        header = request.header
+        api_key, api_version, correlation_id = header.request_api_key, header.request_api_version, header.correlation_id
+        self.client_id = client_id = header.client_id
         handler = self._handlers.get(api_key)
         if handler is None:
             return self._violation(f"sent unknown API key {api_key} (v{api_version})")
@@ -419,7 +422,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if api_key != API_VERSIONS_KEY:
                 return self._violation(f"sent {handler.name} v{api_version}; this broker serves "
                                        f"v{handler.min_version}-{handler.max_version}")
-            slot = _Slot(api_key, api_version, request.correlation_id)
+            slot = _Slot(api_key, api_version, correlation_id)
             slot.api_version, slot.done = 0, True
             slot.response = api_versions_response(self._handlers, ErrorCode.UNSUPPORTED_VERSION)
             self._add_slot(slot)
@@ -428,9 +431,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             body = decode_request_body(handler.request_type, request.body, api_version)
         except ProtocolError as exc:
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
-        correlation_id = request.correlation_id
-        context = RequestContext(self._cluster, api_key, api_version, correlation_id, request.header.client_id,
-                                 self.peer, self.connection_id, self.listener_name, self.session)
+        context = RequestContext(self._cluster, api_key, api_version, correlation_id, client_id, self.peer,
+                                 self.connection_id, self.listener_name, self.session)
         observer = self.observer
         if observer is None and not self._pending:
             return self._handle_now(handler, context, body)

@@ -34,7 +34,9 @@ API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
 _HEADER_V1 = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_HEADER_V1_SIZE = _HEADER_V1.size
 _header_versions: dict[tuple[int, int], int] = {}  # (api key, api version) -> request header version
+_new_reader = object.__new__
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
@@ -95,21 +97,25 @@ def parse_request(frame: bytes | bytearray | memoryview) -> RequestFrame:
         request_type = REQUESTS.get(api_key)
         if request_type is not None and request_type.VALID_VERSIONS[0] <= api_version <= request_type.VALID_VERSIONS[1]:
             _header_versions[(api_key, api_version)] = header_version  # bounded: the schemas' versions only
-    position = _HEADER_V1.size
     client_id: str | None = None
     if client_id_size >= 0:
-        end = position + client_id_size
-        if end > len(frame):
-            raise ProtocolError(f"length {client_id_size} at byte {position} exceeds the "
-                                f"{len(frame) - position} bytes that remain")
+        position = _HEADER_V1_SIZE + client_id_size
+        if position > len(frame):
+            raise ProtocolError(f"length {client_id_size} at byte {_HEADER_V1_SIZE} exceeds the "
+                                f"{len(frame) - _HEADER_V1_SIZE} bytes that remain")
         try:
-            client_id = str(frame[position:end], "utf-8")
+            client_id = str(frame[_HEADER_V1_SIZE:position], "utf-8")
         except UnicodeDecodeError as exc:
             raise ProtocolError(f"string is not valid UTF-8: {exc}") from None
-        position = end
-    elif client_id_size != -1:
+    elif client_id_size == -1:
+        position = _HEADER_V1_SIZE
+    else:
         raise ProtocolError(f"negative string length {client_id_size}")
-    reader = Reader(frame, position)
+    if type(frame) is memoryview and (frame.format != "B" or frame.ndim != 1):
+        reader = Reader(frame, position)
+    else:  # the reader of every frame net.py cuts: a view of a bytes-like, skipping Reader's checks
+        reader = _new_reader(Reader)
+        reader.view, reader.pos = memoryview(frame), position
     unknown_tagged_fields = None
     if header_version >= 2:
         try:
