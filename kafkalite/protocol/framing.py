@@ -36,25 +36,35 @@ _KEY_VERSION = struct.Struct(">hh")
 _HEADER_V1 = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 _HEADER_V1_SIZE = _HEADER_V1.size
 _header_versions: dict[tuple[int, int], int] = {}  # (api key, api version) -> request header version
+_response_header_versions: dict[tuple[int, int], int] = {}  # (api key, api version) -> response header version
+_SIZE_AND_CORRELATION_ID = struct.Struct(">ii")  # a frame's size prefix, then response header v0
 _new_reader = object.__new__
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
     """The request header version a client uses for this request (1 or 2)."""
+    known = _header_versions.get((api_key, api_version))
+    if known is not None:
+        return known
     request_type = REQUESTS.get(api_key)
-    if request_type is not None and request_type.is_flexible(api_version):
-        return 2
-    return 1
+    header_version = 2 if request_type is not None and request_type.is_flexible(api_version) else 1
+    if request_type is not None and request_type.VALID_VERSIONS[0] <= api_version <= request_type.VALID_VERSIONS[1]:
+        _header_versions[(api_key, api_version)] = header_version  # bounded: the schemas' versions only
+    return header_version
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
     """The response header version for this request's answer (0 or 1)."""
-    if api_key == API_VERSIONS_KEY:
-        return 0
+    known = _response_header_versions.get((api_key, api_version))
+    if known is not None:
+        return known
+    header_version = 0
     response_type = RESPONSES.get(api_key)
-    if response_type is not None and response_type.is_flexible(api_version):
-        return 1
-    return 0
+    if api_key != API_VERSIONS_KEY and response_type is not None and response_type.is_flexible(api_version):
+        header_version = 1
+    if response_type is not None and response_type.VALID_VERSIONS[0] <= api_version <= response_type.VALID_VERSIONS[1]:
+        _response_header_versions[(api_key, api_version)] = header_version  # bounded: the schemas' versions only
+    return header_version
 
 
 @dataclass(slots=True)
@@ -94,9 +104,6 @@ def parse_request(frame: bytes | bytearray | memoryview) -> RequestFrame:
     header_version = _header_versions.get((api_key, api_version))
     if header_version is None:
         header_version = request_header_version(api_key, api_version)
-        request_type = REQUESTS.get(api_key)
-        if request_type is not None and request_type.VALID_VERSIONS[0] <= api_version <= request_type.VALID_VERSIONS[1]:
-            _header_versions[(api_key, api_version)] = header_version  # bounded: the schemas' versions only
     client_id: str | None = None
     if client_id_size >= 0:
         position = _HEADER_V1_SIZE + client_id_size
@@ -206,8 +213,9 @@ def encode_response(
             if buffers is not None:
                 return cast(list[bytes | bytearray | memoryview], buffers)
     writer = Writer()
-    writer.int32(0)
-    ResponseHeader(correlation_id).encode_into(writer, response_header_version(api_key, api_version))
+    writer.buf += _SIZE_AND_CORRELATION_ID.pack(0, correlation_id)  # ResponseHeader, written out:
+    if response_header_version(api_key, api_version) >= 1:
+        writer.buf.append(0)  # v1 adds a tagged-field section, empty
     response.encode_into(writer, api_version)
     buffers = writer.buffers()
     _SIZE.pack_into(buffers[0], 0, len(writer) - 4)
