@@ -68,7 +68,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kafkalite.broker.handlers.api_versions import api_versions_response
-from kafkalite.broker.handlers.delayed import DelayedAnswer, run_after_dispatch
+from kafkalite.broker.handlers.delayed import DelayedAnswer, begin_dispatch, run_after_dispatch
 from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -87,6 +87,7 @@ log = logging.getLogger("kafkalite.net")
 MAX_IN_FLIGHT = 100  # unanswered requests on one connection before it stops reading
 SCRATCH_BYTES = 64 * 1024  # what one read between frames may take (one scratch per server)
 SPARE_BYTES = 8 * 1024 * 1024  # the largest frame buffer the scratch keeps for the next large frame
+JOIN_BYTES = 16 * 1024  # answers of one read up to this size together are joined into one write
 _SIZE = struct.Struct(">i")
 _connection_ids = itertools.count(1)
 
@@ -263,8 +264,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._held is not None:  # arrived while reading was being paused: keep it with the rest
             self._held += self._scratch.data[self._kept:self._kept + nbytes]
             return
-        self._corked = []  # responses ready during this read go out in one writelines
+        self._corked = []  # responses ready during this read go out together (_uncork)
         try:
+            begin_dispatch()
             if self._body is None:
                 self._read_frames(self._kept + nbytes)
             else:
@@ -358,6 +360,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._kept = 0
         self._corked = []
         try:
+            begin_dispatch()
             self._read_frames(len(held))
         finally:
             run_after_dispatch()
@@ -476,7 +479,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._corked is not None:
                 self._corked.extend(buffers)
             elif self.transport is not None:
-                self.transport.writelines(buffers)
+                if len(buffers) == 1:
+                    self.transport.write(buffers[0])
+                else:
+                    self.transport.writelines(buffers)
                 self._last_activity = self._clock()
         if self._drained is not None:
             self._set_drained()
@@ -547,7 +553,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._corked is not None:
                 self._corked.extend(buffers)
             elif self.transport is not None:
-                self.transport.writelines(buffers)
+                if len(buffers) == 1:
+                    self.transport.write(buffers[0])
+                else:
+                    self.transport.writelines(buffers)
             self._last_activity = self._clock()
         if not pending:
             self._set_drained()
@@ -649,9 +658,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return self._drained
 
     def _uncork(self) -> None:
+        """Send what this read answered: one buffer as it is; several small ones joined into one
+        (a ``write`` of the join costs less than a ``writelines`` of the parts); larger ones as a
+        ``writelines``, not copied."""
         corked, self._corked = self._corked, None
         if corked and self.transport is not None and not self.transport.is_closing():
-            self.transport.writelines(corked)
+            if len(corked) == 1:
+                self.transport.write(corked[0])
+            elif sum(len(buffer) for buffer in corked) <= JOIN_BYTES:
+                self.transport.write(b"".join(corked))
+            else:
+                self.transport.writelines(corked)
 
     def _set_drained(self) -> None:
         if self._drained is not None and not self._drained.done():
