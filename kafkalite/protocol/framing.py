@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.message import Message
@@ -153,11 +153,14 @@ def decode_request_body(request_type: type[Message], reader: Reader, api_version
     """``request_type.decode_from(reader, api_version)``; Produce and Fetch through their hand-written
     decoders (``produce_codec``, ``fetch_codec``), which give the same messages faster."""
     api_key = request_type.API_KEY
+    message: Message  # annotated rather than cast(): no call, no type built at run time, per request
     if api_key == _PRODUCE:
-        return cast(Message, (_hand_codecs or _load_hand_codecs())["decode_produce"](reader, api_version))
-    if api_key == _FETCH:
-        return cast(Message, (_hand_codecs or _load_hand_codecs())["decode_fetch"](reader, api_version))
-    return request_type.decode_from(reader, api_version)
+        message = (_hand_codecs or _load_hand_codecs())["decode_produce"](reader, api_version)
+    elif api_key == _FETCH:
+        message = (_hand_codecs or _load_hand_codecs())["decode_fetch"](reader, api_version)
+    else:
+        message = request_type.decode_from(reader, api_version)
+    return message
 
 
 def encode_request(
@@ -209,9 +212,10 @@ def encode_response(
             if frame is not None:
                 return [frame]
         elif response_type is codecs["fetch_response"]:
-            buffers = codecs["encode_fetch"](response, api_version, correlation_id)
-            if buffers is not None:
-                return cast(list[bytes | bytearray | memoryview], buffers)
+            fetch_buffers: list[bytes | bytearray | memoryview] | None = codecs["encode_fetch"](
+                response, api_version, correlation_id)
+            if fetch_buffers is not None:
+                return fetch_buffers
     writer = Writer()
     writer.buf += _SIZE_AND_CORRELATION_ID.pack(0, correlation_id)  # ResponseHeader, written out:
     if response_header_version(api_key, api_version) >= 1:
