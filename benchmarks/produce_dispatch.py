@@ -1,6 +1,7 @@
 """Produce requests through the connection, without sockets: prints numbers, asserts nothing about time.
 
     python benchmarks/produce_dispatch.py [--repeat N] [--admin off|on|fault|compare] [--storage memory|disk]
+    python benchmarks/produce_dispatch.py --wake      # also: each one-record Produce wakes a parked Fetch
 
 Feeds Produce v9 frames (acks=1, one partition) to a ``KafkaConnection`` with the real handlers and
 a ``Cluster`` (an in-memory log, or with ``--storage disk`` segment files in a scratch directory),
@@ -16,6 +17,12 @@ separate runs see. Times are the process's CPU time (``time.process_time``), so 
 shared machine inflates them less than wall time would.
 Without sockets the denominator is small, so the relative cost of the hooks is larger here than on
 a real connection.
+
+``--wake`` adds the row a consumer that keeps up makes: before each one-record Produce, a second
+connection sends a Fetch v12 (no session, ``max_wait_ms`` 500, ``min_bytes`` 1, as librdkafka's
+long poll) for the offset the Produce will write, which parks; the append completes it and both
+answers are written in the Produce's read. The time is per record: the Fetch parked, the Produce
+handled, the Fetch answered.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from kafkalite.broker.config import BrokerConfig  # noqa: E402
 from kafkalite.broker.core.cluster import Cluster, Endpoint  # noqa: E402
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch  # noqa: E402
 from kafkalite.protocol.framing import encode_request  # noqa: E402
-from kafkalite.protocol.messages import ProduceRequest  # noqa: E402
+from kafkalite.protocol.messages import FetchRequest, ProduceRequest  # noqa: E402
+from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic  # noqa: E402
 from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData  # noqa: E402
 from kafkalite.protocol.records import Record, build_record_batch  # noqa: E402
 
@@ -76,6 +84,44 @@ def make_frame(count: int, size: int) -> bytes:
     request = ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[
         TopicProduceData(name="bench", partition_data=[PartitionProduceData(index=0, records=batch)])])
     return encode_request(request, 9, 1, "bench-producer")
+
+
+def make_fetch_frames(count: int) -> list[bytes]:
+    """Fetch v12 frames for offsets 0 to ``count - 1`` of partition 0 (a long poll with no session)."""
+    frames = []
+    for offset in range(count):
+        request = FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=52428800, session_id=0, session_epoch=-1,
+                               topics=[FetchTopic(topic="bench", partitions=[
+                                   FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1048576)])])
+        frames.append(encode_request(request, 12, offset + 1, "bench-consumer"))
+    return frames
+
+
+async def per_woken_record(frame: bytes, fetches: list[bytes], storage: str, directory: str) -> float:
+    """Mean CPU seconds of one record that a parked Fetch waits for: the Fetch, the Produce, both answers."""
+    cluster = make_cluster(storage, directory)
+    cluster.open()
+    cluster.endpoints[:] = [Endpoint("PLAINTEXT", "127.0.0.1", 9092)]
+    cluster.topics.create("bench", 1)
+    scratch = ReceiveScratch()
+    producer = KafkaConnection(cluster, max_request_bytes=2**24, idle_ms=0, scratch=scratch)
+    consumer = KafkaConnection(cluster, max_request_bytes=2**24, idle_ms=0, scratch=scratch)
+    producer.connection_made(NullTransport())
+    consumer.connection_made(NullTransport())
+    size = len(frame)
+    start = time.process_time()
+    for fetch in fetches:
+        consumer.get_buffer(-1)[:len(fetch)] = fetch
+        consumer.buffer_updated(len(fetch))
+        producer.get_buffer(-1)[:size] = frame
+        producer.buffer_updated(size)
+    elapsed = time.process_time() - start
+    if consumer.in_flight:
+        raise SystemExit("a Fetch was not answered by the append it waited for")
+    producer.close()
+    consumer.close()
+    cluster.close()
+    return elapsed / len(fetches)
 
 
 def make_observer(mode: str, cluster: Cluster) -> Any:
@@ -153,6 +199,7 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=20_000)
     parser.add_argument("--admin", choices=("off", "on", "fault", "compare"), default="off")
     parser.add_argument("--storage", choices=("memory", "disk"), default="memory")
+    parser.add_argument("--wake", action="store_true", help="also a one-record Produce that wakes a parked Fetch")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kafkalite-dispatch-") as scratch:
         run(args, scratch)
@@ -178,6 +225,11 @@ def run(args: argparse.Namespace, scratch: str) -> None:
         best = min(asyncio.run(per_request(frame, args.number, args.admin, args.storage, directory()))
                    for _ in range(args.repeat))
         print(f"{name:<22} {args.admin:<6} {args.storage:<7} {len(frame):>7} {best * 1e6:>32.2f}")
+    if args.wake:
+        frame = make_frame(1, 100)
+        fetches = make_fetch_frames(args.number)
+        best = min(asyncio.run(per_woken_record(frame, fetches, args.storage, directory())) for _ in range(args.repeat))
+        print(f"{'1 record + woken Fetch':<22} {'off':<6} {args.storage:<7} {len(frame):>7} {best * 1e6:>32.2f}")
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kafkalite.broker.core.log.region import FileRegion, RegionTruncated, read_pieces, send_now
 from kafkalite.broker.handlers.api_versions import api_versions_response
-from kafkalite.broker.handlers.delayed import DelayedAnswer, run_after_dispatch
+from kafkalite.broker.handlers.delayed import DelayedAnswer, begin_dispatch, run_after_dispatch
 from kafkalite.broker.handlers.registry import HANDLERS, ApiHandler, RequestContext
 from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -90,6 +90,7 @@ log = logging.getLogger("kafkalite.net")
 MAX_IN_FLIGHT = 100  # unanswered requests on one connection before it stops reading
 SCRATCH_BYTES = 64 * 1024  # what one read between frames may take (one scratch per server)
 SPARE_BYTES = 8 * 1024 * 1024  # the largest frame buffer the scratch keeps for the next large frame
+JOIN_BYTES = 16 * 1024  # answers of one read up to this size together are joined into one write
 _SIZE = struct.Struct(">i")
 _connection_ids = itertools.count(1)
 
@@ -268,8 +269,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._held is not None:  # arrived while reading was being paused: keep it with the rest
             self._held += self._scratch.data[self._kept:self._kept + nbytes]
             return
-        self._corked = []  # responses ready during this read go out in one writelines
+        self._corked = []  # responses ready during this read go out together (_uncork)
         try:
+            begin_dispatch()
             if self._body is None:
                 self._read_frames(self._kept + nbytes)
             else:
@@ -299,8 +301,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         rest when back-pressure says stop."""
         scratch, view, position = self._scratch.data, self._scratch.view, 0
         self._prefix = b""
+        budget = self._budget
         while end - position >= 4:
-            if self._must_hold():
+            if (self._write_paused or self._draining or len(self._pending) >= self._max_in_flight
+                    or (budget is not None and budget.exhausted)):  # _must_hold(), without a call per frame
                 self._hold(bytes(scratch[position:end]))
                 return
             size = _SIZE.unpack_from(scratch, position)[0]
@@ -361,6 +365,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._kept = 0
         self._corked = []
         try:
+            begin_dispatch()
             self._read_frames(len(held))
         finally:
             run_after_dispatch()
@@ -415,8 +420,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             request = parse_request(frame)
         except ProtocolError as exc:
             return self._violation(f"sent a malformed request header: {exc}")
-        api_key, api_version = request.api_key, request.api_version
-        self.client_id = request.header.client_id
+        header = request.header
+        api_key, api_version, correlation_id = header.request_api_key, header.request_api_version, header.correlation_id
+        self.client_id = client_id = header.client_id
         handler = self._handlers.get(api_key)
         if handler is None:
             return self._violation(f"sent unknown API key {api_key} (v{api_version})")
@@ -424,7 +430,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if api_key != API_VERSIONS_KEY:
                 return self._violation(f"sent {handler.name} v{api_version}; this broker serves "
                                        f"v{handler.min_version}-{handler.max_version}")
-            slot = _Slot(api_key, api_version, request.correlation_id)
+            slot = _Slot(api_key, api_version, correlation_id)
             slot.api_version, slot.done = 0, True
             slot.response = api_versions_response(self._handlers, ErrorCode.UNSUPPORTED_VERSION)
             self._add_slot(slot)
@@ -433,9 +439,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             body = decode_request_body(handler.request_type, request.body, api_version)
         except ProtocolError as exc:
             return self._violation(f"sent a malformed {handler.name} v{api_version} request: {exc}")
-        correlation_id = request.correlation_id
-        context = RequestContext(self._cluster, api_key, api_version, correlation_id, request.header.client_id,
-                                 self.peer, self.connection_id, self.listener_name, self.session,
+        context = RequestContext(self._cluster, api_key, api_version, correlation_id, client_id, self.peer,
+                                 self.connection_id, self.listener_name, self.session,
                                  file_regions=self._socket_descriptor >= 0)
         observer = self.observer
         if observer is None and not self._pending:
@@ -482,7 +487,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             elif self._corked is not None:
                 self._corked.extend(buffers)
             elif self.transport is not None:
-                self.transport.writelines(buffers)
+                if len(buffers) == 1:
+                    self.transport.write(buffers[0])
+                else:
+                    self.transport.writelines(buffers)
                 self._last_activity = self._clock()
         if self._drained is not None:
             self._set_drained()
@@ -555,7 +563,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             elif self._corked is not None:
                 self._corked.extend(buffers)
             elif self.transport is not None:
-                self.transport.writelines(buffers)
+                if len(buffers) == 1:
+                    self.transport.write(buffers[0])
+                else:
+                    self.transport.writelines(buffers)
             self._last_activity = self._clock()
         if not pending:
             self._set_drained()
@@ -657,9 +668,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return self._drained
 
     def _uncork(self) -> None:
+        """Send what this read answered: one buffer as it is; several small ones joined into one
+        (a ``write`` of the join costs less than a ``writelines`` of the parts); larger ones as a
+        ``writelines``, not copied."""
         corked, self._corked = self._corked, None
         if corked and self.transport is not None and not self.transport.is_closing():
-            self.transport.writelines(corked)
+            if len(corked) == 1:
+                self.transport.write(corked[0])
+            elif sum(len(buffer) for buffer in corked) <= JOIN_BYTES:
+                self.transport.write(b"".join(corked))
+            else:
+                self.transport.writelines(corked)
 
     def _write_regions(self, pieces: list[Any]) -> None:
         """Write an answer that holds file regions (a Fetch from disk, ``core.log.region``), after what

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.message import Message
-from kafkalite.protocol.messages import REQUESTS, RESPONSES, RequestHeader, ResponseHeader
+from kafkalite.protocol.messages import REQUESTS, RESPONSES, RequestHeader
 from kafkalite.protocol.primitives import Reader, Writer
 
 __all__ = [
@@ -34,25 +34,38 @@ API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
 _HEADER_V1 = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_HEADER_V1_SIZE = _HEADER_V1.size
 _header_versions: dict[tuple[int, int], int] = {}  # (api key, api version) -> request header version
+_response_header_versions: dict[tuple[int, int], int] = {}  # (api key, api version) -> response header version
+_SIZE_AND_CORRELATION_ID = struct.Struct(">ii")  # a frame's size prefix, then response header v0
+_SIZE_AND_HEADER = struct.Struct(">ihhi")  # a frame's size prefix, then request header v1's fixed part
+_new_reader = object.__new__
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
     """The request header version a client uses for this request (1 or 2)."""
+    known = _header_versions.get((api_key, api_version))
+    if known is not None:
+        return known
     request_type = REQUESTS.get(api_key)
-    if request_type is not None and request_type.is_flexible(api_version):
-        return 2
-    return 1
+    header_version = 2 if request_type is not None and request_type.is_flexible(api_version) else 1
+    if request_type is not None and request_type.VALID_VERSIONS[0] <= api_version <= request_type.VALID_VERSIONS[1]:
+        _header_versions[(api_key, api_version)] = header_version  # bounded: the schemas' versions only
+    return header_version
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
     """The response header version for this request's answer (0 or 1)."""
-    if api_key == API_VERSIONS_KEY:
-        return 0
+    known = _response_header_versions.get((api_key, api_version))
+    if known is not None:
+        return known
+    header_version = 0
     response_type = RESPONSES.get(api_key)
-    if response_type is not None and response_type.is_flexible(api_version):
-        return 1
-    return 0
+    if api_key != API_VERSIONS_KEY and response_type is not None and response_type.is_flexible(api_version):
+        header_version = 1
+    if response_type is not None and response_type.VALID_VERSIONS[0] <= api_version <= response_type.VALID_VERSIONS[1]:
+        _response_header_versions[(api_key, api_version)] = header_version  # bounded: the schemas' versions only
+    return header_version
 
 
 @dataclass(slots=True)
@@ -92,24 +105,25 @@ def parse_request(frame: bytes | bytearray | memoryview) -> RequestFrame:
     header_version = _header_versions.get((api_key, api_version))
     if header_version is None:
         header_version = request_header_version(api_key, api_version)
-        request_type = REQUESTS.get(api_key)
-        if request_type is not None and request_type.VALID_VERSIONS[0] <= api_version <= request_type.VALID_VERSIONS[1]:
-            _header_versions[(api_key, api_version)] = header_version  # bounded: the schemas' versions only
-    position = _HEADER_V1.size
     client_id: str | None = None
     if client_id_size >= 0:
-        end = position + client_id_size
-        if end > len(frame):
-            raise ProtocolError(f"length {client_id_size} at byte {position} exceeds the "
-                                f"{len(frame) - position} bytes that remain")
+        position = _HEADER_V1_SIZE + client_id_size
+        if position > len(frame):
+            raise ProtocolError(f"length {client_id_size} at byte {_HEADER_V1_SIZE} exceeds the "
+                                f"{len(frame) - _HEADER_V1_SIZE} bytes that remain")
         try:
-            client_id = str(frame[position:end], "utf-8")
+            client_id = str(frame[_HEADER_V1_SIZE:position], "utf-8")
         except UnicodeDecodeError as exc:
             raise ProtocolError(f"string is not valid UTF-8: {exc}") from None
-        position = end
-    elif client_id_size != -1:
+    elif client_id_size == -1:
+        position = _HEADER_V1_SIZE
+    else:
         raise ProtocolError(f"negative string length {client_id_size}")
-    reader = Reader(frame, position)
+    if type(frame) is memoryview and (frame.format != "B" or frame.ndim != 1):
+        reader = Reader(frame, position)
+    else:  # the reader of every frame net.py cuts: a view of a bytes-like, skipping Reader's checks
+        reader = _new_reader(Reader)
+        reader.view, reader.pos = memoryview(frame), position
     unknown_tagged_fields = None
     if header_version >= 2:
         try:
@@ -140,21 +154,32 @@ def decode_request_body(request_type: type[Message], reader: Reader, api_version
     """``request_type.decode_from(reader, api_version)``; Produce and Fetch through their hand-written
     decoders (``produce_codec``, ``fetch_codec``), which give the same messages faster."""
     api_key = request_type.API_KEY
+    message: Message  # annotated rather than cast(): no call, no type built at run time, per request
     if api_key == _PRODUCE:
-        return cast(Message, (_hand_codecs or _load_hand_codecs())["decode_produce"](reader, api_version))
-    if api_key == _FETCH:
-        return cast(Message, (_hand_codecs or _load_hand_codecs())["decode_fetch"](reader, api_version))
-    return request_type.decode_from(reader, api_version)
+        message = (_hand_codecs or _load_hand_codecs())["decode_produce"](reader, api_version)
+    elif api_key == _FETCH:
+        message = (_hand_codecs or _load_hand_codecs())["decode_fetch"](reader, api_version)
+    else:
+        message = request_type.decode_from(reader, api_version)
+    return message
+
+
+def _request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> Writer:
+    """A writer holding a size prefix to fill in and the request header (v1, or v2 for a flexible
+    request), written out as ``RequestHeader`` writes it: the client id keeps its int16 length in v2."""
+    writer = Writer()
+    writer.buf += _SIZE_AND_HEADER.pack(0, api_key, api_version, correlation_id)
+    writer.nullable_string(client_id, False)
+    if request_header_version(api_key, api_version) >= 2:
+        writer.buf.append(0)  # no tagged fields
+    return writer
 
 
 def encode_request(
     request: Message, api_version: int, correlation_id: int, client_id: str | None
 ) -> bytes:
     """A complete request frame: size prefix, header and body."""
-    writer = Writer()
-    writer.int32(0)
-    header = RequestHeader(request.API_KEY, api_version, correlation_id, client_id)
-    header.encode_into(writer, request_header_version(request.API_KEY, api_version))
+    writer = _request_header(request.API_KEY, api_version, correlation_id, client_id)
     request.encode_into(writer, api_version)
     frame = bytearray(writer.getvalue())
     _SIZE.pack_into(frame, 0, len(frame) - 4)
@@ -169,10 +194,7 @@ def encode_request_buffers(
     Like :func:`encode_response`, large values (a Produce request's record batches) stay separate
     buffers, so a request carrying megabytes of records is not copied into one frame.
     """
-    writer = Writer()
-    writer.int32(0)
-    header = RequestHeader(request.API_KEY, api_version, correlation_id, client_id)
-    header.encode_into(writer, request_header_version(request.API_KEY, api_version))
+    writer = _request_header(request.API_KEY, api_version, correlation_id, client_id)
     request.encode_into(writer, api_version)
     buffers = writer.buffers()
     _SIZE.pack_into(buffers[0], 0, len(writer) - 4)
@@ -196,12 +218,14 @@ def encode_response(
             if frame is not None:
                 return [frame]
         elif response_type is codecs["fetch_response"]:
-            buffers = codecs["encode_fetch"](response, api_version, correlation_id)
-            if buffers is not None:
-                return cast(list[bytes | bytearray | memoryview], buffers)
+            fetch_buffers: list[bytes | bytearray | memoryview] | None = codecs["encode_fetch"](
+                response, api_version, correlation_id)
+            if fetch_buffers is not None:
+                return fetch_buffers
     writer = Writer()
-    writer.int32(0)
-    ResponseHeader(correlation_id).encode_into(writer, response_header_version(api_key, api_version))
+    writer.buf += _SIZE_AND_CORRELATION_ID.pack(0, correlation_id)  # ResponseHeader, written out:
+    if response_header_version(api_key, api_version) >= 1:
+        writer.buf.append(0)  # v1 adds a tagged-field section, empty
     response.encode_into(writer, api_version)
     buffers = writer.buffers()
     _SIZE.pack_into(buffers[0], 0, len(writer) - 4)
@@ -211,5 +235,12 @@ def encode_response(
 def parse_response_header(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> Reader:
     """Skip the response header of one frame; return a reader positioned at the body."""
     reader = Reader(frame)
-    ResponseHeader.decode_from(reader, response_header_version(api_key, api_version))
+    if len(reader.view) < 4:
+        raise ProtocolError(f"response frame of {len(reader.view)} bytes is too short for a header")
+    reader.pos = 4  # the correlation id (the caller matched it)
+    if response_header_version(api_key, api_version) >= 1:
+        try:
+            reader.skip_tagged_fields()
+        except (struct.error, IndexError, ValueError, OverflowError) as exc:
+            raise ProtocolError(f"malformed ResponseHeader v1: {exc}") from None
     return reader

@@ -9,9 +9,9 @@ append and the answer. A connection that closes first cancels it, which calls th
 
 An event inside a request (an append) should not complete an answer in the middle of that request,
 nor before the other requests read with it: ``after_dispatch(callback)`` runs the completion once
-the connection has dispatched what it read (``net.py`` calls ``run_after_dispatch`` at the end of
-each read), still in the same loop iteration; an event outside any read (a timer, a task) has it run
-in the loop's next step.
+the connection has dispatched what it read (``net.py`` calls ``begin_dispatch`` when a read starts
+and ``run_after_dispatch`` at its end), still in the same loop iteration; an event outside any read
+(a timer, a task) has it run in the loop's next step.
 
 It is also awaitable (through a future), for what wraps handlers and awaits their answers: the admin
 endpoint's observer, the ACL checks. Cancelling the task that awaits it cancels it.
@@ -27,10 +27,16 @@ from typing import Any
 
 from kafkalite.protocol.message import Message
 
-__all__ = ["DelayedAnswer", "after_dispatch", "run_after_dispatch"]
+__all__ = ["DelayedAnswer", "after_dispatch", "begin_dispatch", "run_after_dispatch"]
 
 log = logging.getLogger("kafkalite.handlers")
 _per_loop = threading.local()  # one event loop per thread: its completions waiting for the end of a read
+
+
+def begin_dispatch() -> None:
+    """A read's requests are about to be dispatched, and ``run_after_dispatch`` follows them: until
+    then ``after_dispatch`` needs no step of the loop of its own."""
+    _per_loop.reading = True
 
 
 def after_dispatch(callback: Callable[[], None]) -> None:
@@ -38,13 +44,14 @@ def after_dispatch(callback: Callable[[], None]) -> None:
     due: list[Callable[[], None]] | None = getattr(_per_loop, "due", None)
     if due is None:
         due = _per_loop.due = []
-    if not due:
-        asyncio.get_running_loop().call_soon(run_after_dispatch)  # in case no read is being dispatched
+    if not due and not getattr(_per_loop, "reading", False):
+        asyncio.get_running_loop().call_soon(run_after_dispatch)  # no read is being dispatched
     due.append(callback)
 
 
 def run_after_dispatch() -> None:
     """Run the completions ``after_dispatch`` keeps (a failure is logged, never raised)."""
+    _per_loop.reading = False
     due: list[Callable[[], None]] | None = getattr(_per_loop, "due", None)
     while due:
         callbacks = due[:]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafkalite.protocol.message import Message
@@ -49,7 +49,6 @@ class RequestContext:
     # the connection's principal and authentication (kafkalite.broker.security.session.Session);
     # None on a PLAINTEXT listener without an authorizer, where every client is ANONYMOUS and allowed
     session: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
     # the connection can send file regions (a plaintext socket): Fetch may answer with them (log.region)
     file_regions: bool = False
 

@@ -3,8 +3,11 @@
 Each module holds a slotted dataclass per struct (nested structs first) and one for the message
 itself. Every class has ``read(reader, version)`` and ``write(writer, version)`` written out field
 by field, with the version checks folded as far as the struct's own version range allows, so the
-code a reader opens is the code that runs. Field metadata keeps the schema facts (Kafka name,
-type, versions, nullable and tagged versions) for tests and tools.
+code a reader opens is the code that runs. A run of consecutive fixed-size fields present in the
+same versions (``error_code`` then ``throttle_time_ms``, say) is read and written with one call of a
+precompiled ``struct.Struct``, one per distinct format, defined at the top of the module. Field
+metadata keeps the schema facts (Kafka name, type, versions, nullable and tagged versions) for
+tests and tools.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ _PY_TYPES = {
 }
 _FIXED_METHOD = {"bool": "bool_", "int8": "int8", "int16": "int16", "uint16": "uint16", "int32": "int32",
                  "int64": "int64", "float64": "float64", "uuid": "uuid"}
+# The fixed-size types a run of fields packs into one struct format, and their format characters
+# (``?`` reads any non-zero byte as True and writes 1 or 0, as ``Reader.bool_`` and ``Writer.bool_`` do).
+_STRUCT_CODES = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
+_STRUCT_SIZES = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "q": 8, "d": 8}
 
 
 # Names the generated methods use for their own parameters and locals.
@@ -78,11 +85,17 @@ def _condition(field_range: VersionRange, context: VersionRange) -> str | None:
     return parts[0]
 
 
+def _struct_name(code: str) -> str:
+    """The module-level name of the ``struct.Struct`` of a run's format (``?`` spelled ``o``)."""
+    return "_FIXED_" + code.replace("?", "o")
+
+
 class _Generator:
     def __init__(self, message: Message) -> None:
         self.message = message
         self.structs: dict[str, Struct] = {}
         self.order: list[str] = []
+        self.formats: set[str] = set()  # the struct formats of the runs of fixed fields, as emitted
         self._collect()
 
     # struct discovery ------------------------------------------------------------------------
@@ -134,20 +147,30 @@ class _Generator:
                    + '"""\n\n')
         out.append("from __future__ import annotations\n\n")
         # Every class declares ClassVars (_t), derives from _m and reads from a _p.Reader; only
-        # modules with a uuid field need the uuid module.
+        # modules with a uuid field need the uuid module, only those with a run of fixed fields struct.
+        tagged_structs = self._tagged_struct_names()
+        classes = []
+        for name in self.order:
+            struct = self.structs[name]
+            classes.append("\n" + self._class(name, struct.fields, struct.versions, top=False))
+            if name in tagged_structs:
+                classes.append(f"# The default {name}: a tagged field equal to it is not written.\n")
+                classes.append(f"_{name}_DEFAULT = {name}()\n\n")
+        classes.append("\n" + self._class(m.name, m.fields, m.valid_versions, top=True))
+        if self.formats:
+            out.append("import struct as _struct\n")
         out.append("import typing as _t\n")
         if self._uses_uuid():
             out.append("import uuid as _uuid\n")
         out.append("\nfrom kafkalite.protocol import message as _m\n")
         out.append("from kafkalite.protocol import primitives as _p\n\n")
-        tagged_structs = self._tagged_struct_names()
-        for name in self.order:
-            struct = self.structs[name]
-            out.append("\n" + self._class(name, struct.fields, struct.versions, top=False))
-            if name in tagged_structs:
-                out.append(f"# The default {name}: a tagged field equal to it is not written.\n")
-                out.append(f"_{name}_DEFAULT = {name}()\n\n")
-        out.append("\n" + self._class(m.name, m.fields, m.valid_versions, top=True))
+        if self.formats:
+            out.append("# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;\n")
+            out.append("# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).\n")
+            for code in sorted(self.formats):
+                out.append(f"{_struct_name(code)} = _struct.Struct('>{code}')\n")
+            out.append("\n")
+        out.extend(classes)
         names = [*self.order, m.name]
         out.append(f"\n__all__ = {sorted(names)!r}\n")
         return "".join(out)
@@ -304,6 +327,121 @@ class _Generator:
             return VersionRange(1, 0)
         raise ValueError(f"{self.message.name}.{f.name}: partly tagged fields are not supported")
 
+    def _fixed_runs(self, fields: list[Field], ctx: _Context) -> tuple[dict[int, list[Field]], set[int]]:
+        """Runs of two or more fixed-size fields that follow one another on the wire: the first field
+        of each run (by ``id``) -> the run, and the ``id`` of every later field of a run. A field absent
+        from the wire (tagged, or in no version here) takes no bytes and does not break a run. The
+        fields of a run may start in different versions (``throttle_time_ms`` from v1 before
+        ``error_code``): the run is then read in up to three branches on the version (see
+        ``_branches``), else split where the versions change."""
+        groups: list[list[Field]] = [[]]
+        for f in fields:
+            positional = self._positional(f, ctx)
+            if positional.empty:
+                continue
+            if not f.is_array and f.type in _STRUCT_CODES and f.nullable_versions.intersect(positional).empty:
+                groups[-1].append(f)
+            elif groups[-1]:
+                groups.append([])
+        runs: list[list[Field]] = []
+        for group in groups:
+            if len(group) < 2:
+                continue
+            if self._branches(group, ctx) is not None:
+                runs.append(group)
+                continue
+            same: list[Field] = []  # split where the versions change
+            for f in group:
+                if same and self._positional(f, ctx) != self._positional(same[0], ctx):
+                    if len(same) >= 2:
+                        runs.append(same)
+                    same = []
+                same.append(f)
+            if len(same) >= 2:
+                runs.append(same)
+        return {id(run[0]): run for run in runs}, {id(f) for run in runs for f in run[1:]}
+
+    def _branches(self, run: list[Field], ctx: _Context) -> list[tuple[int | None, list[Field]]] | None:
+        """For a run whose fields are present in different versions: the fields present in each span
+        of versions, newest span first, with the lowest version of the span (None for the oldest,
+        the ``else``). None when that takes more than three branches or packs no two fields together.
+        A run whose fields are all present in the same versions is one branch (``[(None, run)]``)."""
+        ranges = [self._positional(f, ctx) for f in run]
+        if all(r == ranges[0] for r in ranges):
+            return [(None, run)]
+        low, high = ctx.versions.low, ctx.versions.high
+        cuts = sorted({c for r in ranges for c in (r.low, r.high + 1) if low < c <= high})
+        spans: list[tuple[int, list[Field]]] = []
+        for start in [low, *cuts]:
+            present = [f for f, r in zip(run, ranges, strict=True) if r.low <= start <= r.high]
+            if spans and [id(f) for f in spans[-1][1]] == [id(f) for f in present]:
+                continue  # the same fields as the span before: one branch
+            spans.append((start, present))
+        if len(spans) > 3 or max(len(present) for _, present in spans) < 2:
+            return None
+        spans.reverse()
+        return [(start if index < len(spans) - 1 else None, present) for index, (start, present) in enumerate(spans)]
+
+    def _run_format(self, run: list[Field]) -> str:
+        code = "".join(_STRUCT_CODES[f.type] for f in run)
+        self.formats.add(code)
+        return code
+
+    def _read_fixed(self, run: list[Field], present: list[Field], ctx: _Context) -> list[str]:
+        """Read the ``present`` fields of a run (one struct call for two or more), default the others."""
+        absent = [f for f in run if all(f is not p for p in present)]
+        lines = [f"{snake_case(f.name)} = {self._value_default(f)}" for f in absent]
+        if len(present) == 1:
+            value = self._read_value(present[0], ctx, "reader", "False", False)
+            lines.append(f"{snake_case(present[0].name)} = {value}")
+        elif present:
+            code = self._run_format(present)
+            names = ", ".join(snake_case(f.name) for f in present)
+            lines.append(f"{names} = {_struct_name(code)}.unpack_from(reader.view, reader.pos)")
+            lines.append(f"reader.pos += {sum(_STRUCT_SIZES[c] for c in code)}")
+        return lines
+
+    def _write_fixed(self, present: list[Field]) -> list[str]:
+        """Write the ``present`` fields of a run (one struct call for two or more)."""
+        if len(present) == 1:
+            return [self._write_value(present[0], f"self.{snake_case(present[0].name)}", "writer", "False", False)]
+        if not present:
+            return ["pass"]
+        values = ", ".join(f"self.{snake_case(f.name)}" for f in present)
+        return [f"writer.buf += {_struct_name(self._run_format(present))}.pack({values})"]
+
+    def _read_run(self, run: list[Field], ctx: _Context) -> list[str]:
+        branches = self._branches(run, ctx)
+        assert branches is not None
+        if len(branches) == 1:  # every field in the same versions: one condition, or none
+            condition = _condition(self._positional(run[0], ctx), ctx.versions)
+            read = self._read_fixed(run, run, ctx)
+            if condition is None:
+                return read
+            defaults = ", ".join(self._value_default(f) for f in run)
+            names = ", ".join(snake_case(f.name) for f in run)
+            return [f"if {condition}:", *("    " + line for line in read), "else:", f"    {names} = {defaults}"]
+        lines = []
+        for index, (start, present) in enumerate(branches):
+            lines.append("else:" if start is None else f"{'if' if index == 0 else 'elif'} version >= {start}:")
+            lines.extend("    " + line for line in self._read_fixed(run, present, ctx))
+        return lines
+
+    def _write_run(self, run: list[Field], ctx: _Context) -> list[str]:
+        branches = self._branches(run, ctx)
+        assert branches is not None
+        if len(branches) == 1:
+            condition = _condition(self._positional(run[0], ctx), ctx.versions)
+            write = self._write_fixed(run)
+            return write if condition is None else [f"if {condition}:", *("    " + line for line in write)]
+        lines = []
+        for index, (start, present) in enumerate(branches):
+            if start is None and not present:
+                break  # nothing to write in the oldest versions: no else
+            lines.append("else:" if start is None else f"{'if' if index == 0 else 'elif'} version >= {start}:")
+            lines.extend("    " + line for line in self._write_fixed(present))
+        return lines
+
     # construction ----------------------------------------------------------------------------
     def _init(self, fields: list[Field]) -> list[str]:
         params = ["self"]
@@ -360,9 +498,15 @@ class _Generator:
         if self._needs_flexible_local(ctx):
             body.append(f"_flexible = version >= {ctx.flexible.low}")
         args = []
+        run_starts, in_runs = self._fixed_runs(fields, ctx)
         for f in fields:
             var = snake_case(f.name)
             args.append(var)
+            if id(f) in run_starts:
+                body.extend(self._read_run(run_starts[id(f)], ctx))
+                continue
+            if id(f) in in_runs:
+                continue
             positional = self._positional(f, ctx)
             if positional.empty:
                 body.append(f"{var} = {self._value_default(f)}")
@@ -461,9 +605,13 @@ class _Generator:
         body: list[str] = []
         if self._needs_flexible_local(ctx):
             body.append(f"_flexible = version >= {ctx.flexible.low}")
+        run_starts, in_runs = self._fixed_runs(fields, ctx)
         for f in fields:
+            if id(f) in run_starts:
+                body.extend(self._write_run(run_starts[id(f)], ctx))
+                continue
             positional = self._positional(f, ctx)
-            if positional.empty:
+            if positional.empty or id(f) in in_runs:
                 continue
             value = f"self.{snake_case(f.name)}"
             flex = self._flex_expr(f, ctx)

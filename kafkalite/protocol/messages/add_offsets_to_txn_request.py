@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_qh = _struct.Struct('>qh')
 
 
 class AddOffsetsToTxnRequest(_m.Message):
@@ -58,8 +63,8 @@ class AddOffsetsToTxnRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> AddOffsetsToTxnRequest:
         _flexible = version >= 3
         transactional_id = reader.string(_flexible)
-        producer_id = reader.int64()
-        producer_epoch = reader.int16()
+        producer_id, producer_epoch = _FIXED_qh.unpack_from(reader.view, reader.pos)
+        reader.pos += 10
         group_id = reader.string(_flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(transactional_id, producer_id, producer_epoch, group_id, unknown_tagged_fields)
@@ -67,8 +72,7 @@ class AddOffsetsToTxnRequest(_m.Message):
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 3
         writer.string(self.transactional_id, _flexible)
-        writer.int64(self.producer_id)
-        writer.int16(self.producer_epoch)
+        writer.buf += _FIXED_qh.pack(self.producer_id, self.producer_epoch)
         writer.string(self.group_id, _flexible)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)

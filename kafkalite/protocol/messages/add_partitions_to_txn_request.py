@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_qh = _struct.Struct('>qh')
+_FIXED_qho = _struct.Struct('>qh?')
 
 
 class AddPartitionsToTxnTopic(_m.Struct):
@@ -95,18 +101,15 @@ class AddPartitionsToTxnTransaction(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AddPartitionsToTxnTransaction:
         transactional_id = reader.string(True)
-        producer_id = reader.int64()
-        producer_epoch = reader.int16()
-        verify_only = reader.bool_()
+        producer_id, producer_epoch, verify_only = _FIXED_qho.unpack_from(reader.view, reader.pos)
+        reader.pos += 11
         topics = reader.struct_array(AddPartitionsToTxnTopic, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(transactional_id, producer_id, producer_epoch, verify_only, topics, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.string(self.transactional_id, True)
-        writer.int64(self.producer_id)
-        writer.int16(self.producer_epoch)
-        writer.bool_(self.verify_only)
+        writer.buf += _FIXED_qho.pack(self.producer_id, self.producer_epoch, self.verify_only)
         writer.struct_array(self.topics, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -166,8 +169,11 @@ class AddPartitionsToTxnRequest(_m.Message):
         _flexible = version >= 3
         transactions = reader.struct_array(AddPartitionsToTxnTransaction, version, _flexible) if version >= 4 else []
         v3_and_below_transactional_id = reader.string(_flexible) if version <= 3 else ''
-        v3_and_below_producer_id = reader.int64() if version <= 3 else 0
-        v3_and_below_producer_epoch = reader.int16() if version <= 3 else 0
+        if version <= 3:
+            v3_and_below_producer_id, v3_and_below_producer_epoch = _FIXED_qh.unpack_from(reader.view, reader.pos)
+            reader.pos += 10
+        else:
+            v3_and_below_producer_id, v3_and_below_producer_epoch = 0, 0
         v3_and_below_topics = reader.struct_array(AddPartitionsToTxnTopic, version, _flexible) if version <= 3 else []
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(transactions, v3_and_below_transactional_id, v3_and_below_producer_id, v3_and_below_producer_epoch, v3_and_below_topics, unknown_tagged_fields)
@@ -179,9 +185,7 @@ class AddPartitionsToTxnRequest(_m.Message):
         if version <= 3:
             writer.string(self.v3_and_below_transactional_id, _flexible)
         if version <= 3:
-            writer.int64(self.v3_and_below_producer_id)
-        if version <= 3:
-            writer.int16(self.v3_and_below_producer_epoch)
+            writer.buf += _FIXED_qh.pack(self.v3_and_below_producer_id, self.v3_and_below_producer_epoch)
         if version <= 3:
             writer.struct_array(self.v3_and_below_topics, version, _flexible)
         if _flexible:

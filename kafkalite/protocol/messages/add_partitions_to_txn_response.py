@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class AddPartitionsToTxnPartitionResult(_m.Struct):
@@ -38,15 +43,14 @@ class AddPartitionsToTxnPartitionResult(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AddPartitionsToTxnPartitionResult:
         _flexible = version >= 3
-        partition_index = reader.int32()
-        partition_error_code = reader.int16()
+        partition_index, partition_error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition_index, partition_error_code, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 3
-        writer.int32(self.partition_index)
-        writer.int16(self.partition_error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_index, self.partition_error_code)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -180,8 +184,12 @@ class AddPartitionsToTxnResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AddPartitionsToTxnResponse:
         _flexible = version >= 3
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16() if version >= 4 else 0
+        if version >= 4:
+            throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+            reader.pos += 6
+        else:
+            error_code = 0
+            throttle_time_ms = reader.int32()
         results_by_transaction = reader.struct_array(AddPartitionsToTxnResult, version, _flexible) if version >= 4 else []
         results_by_topic_v3_and_below = reader.struct_array(AddPartitionsToTxnTopicResult, version, _flexible) if version <= 3 else []
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
@@ -189,9 +197,10 @@ class AddPartitionsToTxnResponse(_m.Message):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 3
-        writer.int32(self.throttle_time_ms)
         if version >= 4:
-            writer.int16(self.error_code)
+            writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
+        else:
+            writer.int32(self.throttle_time_ms)
         if version >= 4:
             writer.struct_array(self.results_by_transaction, version, _flexible)
         if version <= 3:

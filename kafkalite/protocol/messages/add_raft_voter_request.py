@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ii = _struct.Struct('>ii')
 
 
 class Listener(_m.Struct):
@@ -109,8 +114,8 @@ class AddRaftVoterRequest(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AddRaftVoterRequest:
         cluster_id = reader.nullable_string(True)
-        timeout_ms = reader.int32()
-        voter_id = reader.int32()
+        timeout_ms, voter_id = _FIXED_ii.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         voter_directory_id = reader.uuid()
         listeners = reader.struct_array(Listener, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
@@ -118,8 +123,7 @@ class AddRaftVoterRequest(_m.Message):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.nullable_string(self.cluster_id, True)
-        writer.int32(self.timeout_ms)
-        writer.int32(self.voter_id)
+        writer.buf += _FIXED_ii.pack(self.timeout_ms, self.voter_id)
         writer.uuid(self.voter_directory_id)
         writer.struct_array(self.listeners, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_do = _struct.Struct('>d?')
 
 
 class EntityData(_m.Struct):
@@ -86,16 +91,15 @@ class OpData(_m.Struct):
     def read(cls, reader: _p.Reader, version: int) -> OpData:
         _flexible = version >= 1
         key = reader.string(_flexible)
-        value = reader.float64()
-        remove = reader.bool_()
+        value, remove = _FIXED_do.unpack_from(reader.view, reader.pos)
+        reader.pos += 9
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(key, value, remove, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 1
         writer.string(self.key, _flexible)
-        writer.float64(self.value)
-        writer.bool_(self.remove)
+        writer.buf += _FIXED_do.pack(self.value, self.remove)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class ReassignablePartitionResponse(_m.Struct):
@@ -42,15 +47,14 @@ class ReassignablePartitionResponse(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ReassignablePartitionResponse:
-        partition_index = reader.int32()
-        error_code = reader.int16()
+        partition_index, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition_index, error_code, error_message, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition_index)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_index, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -141,16 +145,15 @@ class AlterPartitionReassignmentsResponse(_m.Message):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AlterPartitionReassignmentsResponse:
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
+        throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         responses = reader.struct_array(ReassignableTopicResponse, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(throttle_time_ms, error_code, error_message, responses, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.struct_array(self.responses, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iq = _struct.Struct('>iq')
 
 
 class AlterShareGroupOffsetsRequestPartition(_m.Struct):
@@ -37,14 +42,13 @@ class AlterShareGroupOffsetsRequestPartition(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AlterShareGroupOffsetsRequestPartition:
-        partition_index = reader.int32()
-        start_offset = reader.int64()
+        partition_index, start_offset = _FIXED_iq.unpack_from(reader.view, reader.pos)
+        reader.pos += 12
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition_index, start_offset, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition_index)
-        writer.int64(self.start_offset)
+        writer.buf += _FIXED_iq.pack(self.partition_index, self.start_offset)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 

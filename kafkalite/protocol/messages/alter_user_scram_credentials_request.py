@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_bi = _struct.Struct('>bi')
 
 
 class ScramCredentialDeletion(_m.Struct):
@@ -92,8 +97,8 @@ class ScramCredentialUpsertion(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ScramCredentialUpsertion:
         name = reader.string(True)
-        mechanism = reader.int8()
-        iterations = reader.int32()
+        mechanism, iterations = _FIXED_bi.unpack_from(reader.view, reader.pos)
+        reader.pos += 5
         salt = reader.bytes_(True)
         salted_password = reader.bytes_(True)
         unknown_tagged_fields = reader.skip_tagged_fields()
@@ -101,8 +106,7 @@ class ScramCredentialUpsertion(_m.Struct):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.string(self.name, True)
-        writer.int8(self.mechanism)
-        writer.int32(self.iterations)
+        writer.buf += _FIXED_bi.pack(self.mechanism, self.iterations)
         writer.bytes_(self.salt, True)
         writer.bytes_(self.salted_password, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)

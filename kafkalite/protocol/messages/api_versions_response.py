@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hh = _struct.Struct('>hh')
+_FIXED_hhh = _struct.Struct('>hhh')
 
 
 class ApiVersion(_m.Struct):
@@ -43,17 +49,14 @@ class ApiVersion(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ApiVersion:
         _flexible = version >= 3
-        api_key = reader.int16()
-        min_version = reader.int16()
-        max_version = reader.int16()
+        api_key, min_version, max_version = _FIXED_hhh.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(api_key, min_version, max_version, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 3
-        writer.int16(self.api_key)
-        writer.int16(self.min_version)
-        writer.int16(self.max_version)
+        writer.buf += _FIXED_hhh.pack(self.api_key, self.min_version, self.max_version)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -92,15 +95,14 @@ class SupportedFeatureKey(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> SupportedFeatureKey:
         name = reader.string(True)
-        min_version = reader.int16()
-        max_version = reader.int16()
+        min_version, max_version = _FIXED_hh.unpack_from(reader.view, reader.pos)
+        reader.pos += 4
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(name, min_version, max_version, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.string(self.name, True)
-        writer.int16(self.min_version)
-        writer.int16(self.max_version)
+        writer.buf += _FIXED_hh.pack(self.min_version, self.max_version)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 
@@ -138,15 +140,14 @@ class FinalizedFeatureKey(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> FinalizedFeatureKey:
         name = reader.string(True)
-        max_version_level = reader.int16()
-        min_version_level = reader.int16()
+        max_version_level, min_version_level = _FIXED_hh.unpack_from(reader.view, reader.pos)
+        reader.pos += 4
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(name, max_version_level, min_version_level, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.string(self.name, True)
-        writer.int16(self.max_version_level)
-        writer.int16(self.min_version_level)
+        writer.buf += _FIXED_hh.pack(self.max_version_level, self.min_version_level)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ii = _struct.Struct('>ii')
 
 
 class TopicPartitions(_m.Struct):
@@ -250,8 +255,8 @@ class DescribedGroup(_m.Struct):
         error_message = reader.nullable_string(True)
         group_id = reader.string(True)
         group_state = reader.string(True)
-        group_epoch = reader.int32()
-        assignment_epoch = reader.int32()
+        group_epoch, assignment_epoch = _FIXED_ii.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         assignor_name = reader.string(True)
         members = reader.struct_array(Member, version, True)
         authorized_operations = reader.int32()
@@ -263,8 +268,7 @@ class DescribedGroup(_m.Struct):
         writer.nullable_string(self.error_message, True)
         writer.string(self.group_id, True)
         writer.string(self.group_state, True)
-        writer.int32(self.group_epoch)
-        writer.int32(self.assignment_epoch)
+        writer.buf += _FIXED_ii.pack(self.group_epoch, self.assignment_epoch)
         writer.string(self.assignor_name, True)
         writer.struct_array(self.members, version, True)
         writer.int32(self.authorized_operations)

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_bb = _struct.Struct('>bb')
 
 
 class AclCreation(_m.Struct):
@@ -68,8 +73,8 @@ class AclCreation(_m.Struct):
         resource_pattern_type = reader.int8() if version >= 1 else 3
         principal = reader.string(_flexible)
         host = reader.string(_flexible)
-        operation = reader.int8()
-        permission_type = reader.int8()
+        operation, permission_type = _FIXED_bb.unpack_from(reader.view, reader.pos)
+        reader.pos += 2
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(resource_type, resource_name, resource_pattern_type, principal, host, operation, permission_type, unknown_tagged_fields)
 
@@ -81,8 +86,7 @@ class AclCreation(_m.Struct):
             writer.int8(self.resource_pattern_type)
         writer.string(self.principal, _flexible)
         writer.string(self.host, _flexible)
-        writer.int8(self.operation)
-        writer.int8(self.permission_type)
+        writer.buf += _FIXED_bb.pack(self.operation, self.permission_type)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_io = _struct.Struct('>i?')
 
 
 class CreatePartitionsAssignment(_m.Struct):
@@ -137,16 +142,15 @@ class CreatePartitionsRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> CreatePartitionsRequest:
         _flexible = version >= 2
         topics = reader.struct_array(CreatePartitionsTopic, version, _flexible)
-        timeout_ms = reader.int32()
-        validate_only = reader.bool_()
+        timeout_ms, validate_only = _FIXED_io.unpack_from(reader.view, reader.pos)
+        reader.pos += 5
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(topics, timeout_ms, validate_only, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
         writer.struct_array(self.topics, version, _flexible)
-        writer.int32(self.timeout_ms)
-        writer.bool_(self.validate_only)
+        writer.buf += _FIXED_io.pack(self.timeout_ms, self.validate_only)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_io = _struct.Struct('>i?')
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class CreatableReplicaAssignment(_m.Struct):
@@ -138,8 +144,8 @@ class CreatableTopic(_m.Struct):
     def read(cls, reader: _p.Reader, version: int) -> CreatableTopic:
         _flexible = version >= 5
         name = reader.string(_flexible)
-        num_partitions = reader.int32()
-        replication_factor = reader.int16()
+        num_partitions, replication_factor = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         assignments = reader.struct_array(CreatableReplicaAssignment, version, _flexible)
         configs = reader.struct_array(CreatableTopicConfig, version, _flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
@@ -148,8 +154,7 @@ class CreatableTopic(_m.Struct):
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 5
         writer.string(self.name, _flexible)
-        writer.int32(self.num_partitions)
-        writer.int16(self.replication_factor)
+        writer.buf += _FIXED_ih.pack(self.num_partitions, self.replication_factor)
         writer.struct_array(self.assignments, version, _flexible)
         writer.struct_array(self.configs, version, _flexible)
         if _flexible:
@@ -200,17 +205,22 @@ class CreateTopicsRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> CreateTopicsRequest:
         _flexible = version >= 5
         topics = reader.struct_array(CreatableTopic, version, _flexible)
-        timeout_ms = reader.int32()
-        validate_only = reader.bool_() if version >= 1 else False
+        if version >= 1:
+            timeout_ms, validate_only = _FIXED_io.unpack_from(reader.view, reader.pos)
+            reader.pos += 5
+        else:
+            validate_only = False
+            timeout_ms = reader.int32()
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(topics, timeout_ms, validate_only, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 5
         writer.struct_array(self.topics, version, _flexible)
-        writer.int32(self.timeout_ms)
         if version >= 1:
-            writer.bool_(self.validate_only)
+            writer.buf += _FIXED_io.pack(self.timeout_ms, self.validate_only)
+        else:
+            writer.int32(self.timeout_ms)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

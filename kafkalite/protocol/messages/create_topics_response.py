@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_obo = _struct.Struct('>?b?')
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class CreatableTopicConfigs(_m.Struct):
@@ -55,18 +61,15 @@ class CreatableTopicConfigs(_m.Struct):
     def read(cls, reader: _p.Reader, version: int) -> CreatableTopicConfigs:
         name = reader.string(True)
         value = reader.nullable_string(True)
-        read_only = reader.bool_()
-        config_source = reader.int8()
-        is_sensitive = reader.bool_()
+        read_only, config_source, is_sensitive = _FIXED_obo.unpack_from(reader.view, reader.pos)
+        reader.pos += 3
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(name, value, read_only, config_source, is_sensitive, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.string(self.name, True)
         writer.nullable_string(self.value, True)
-        writer.bool_(self.read_only)
-        writer.int8(self.config_source)
-        writer.bool_(self.is_sensitive)
+        writer.buf += _FIXED_obo.pack(self.read_only, self.config_source, self.is_sensitive)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 
@@ -134,8 +137,11 @@ class CreatableTopicResult(_m.Struct):
         error_code = reader.int16()
         error_message = reader.nullable_string(_flexible) if version >= 1 else ''
         topic_config_error_code = 0
-        num_partitions = reader.int32() if version >= 5 else -1
-        replication_factor = reader.int16() if version >= 5 else -1
+        if version >= 5:
+            num_partitions, replication_factor = _FIXED_ih.unpack_from(reader.view, reader.pos)
+            reader.pos += 6
+        else:
+            num_partitions, replication_factor = -1, -1
         configs = reader.nullable_struct_array(CreatableTopicConfigs, version, _flexible) if version >= 5 else []
         unknown_tagged_fields: _p.TaggedFields | None = None
         if _flexible:
@@ -155,9 +161,7 @@ class CreatableTopicResult(_m.Struct):
         if version >= 1:
             writer.nullable_string(self.error_message, _flexible)
         if version >= 5:
-            writer.int32(self.num_partitions)
-        if version >= 5:
-            writer.int16(self.replication_factor)
+            writer.buf += _FIXED_ih.pack(self.num_partitions, self.replication_factor)
         if version >= 5:
             writer.struct_array(self.configs, version, _flexible)
         if _flexible:

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_bb = _struct.Struct('>bb')
 
 
 class DeleteAclsFilter(_m.Struct):
@@ -68,8 +73,8 @@ class DeleteAclsFilter(_m.Struct):
         pattern_type_filter = reader.int8() if version >= 1 else 3
         principal_filter = reader.nullable_string(_flexible)
         host_filter = reader.nullable_string(_flexible)
-        operation = reader.int8()
-        permission_type = reader.int8()
+        operation, permission_type = _FIXED_bb.unpack_from(reader.view, reader.pos)
+        reader.pos += 2
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(resource_type_filter, resource_name_filter, pattern_type_filter, principal_filter, host_filter, operation, permission_type, unknown_tagged_fields)
 
@@ -81,8 +86,7 @@ class DeleteAclsFilter(_m.Struct):
             writer.int8(self.pattern_type_filter)
         writer.nullable_string(self.principal_filter, _flexible)
         writer.nullable_string(self.host_filter, _flexible)
-        writer.int8(self.operation)
-        writer.int8(self.permission_type)
+        writer.buf += _FIXED_bb.pack(self.operation, self.permission_type)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iqh = _struct.Struct('>iqh')
 
 
 class DeleteRecordsPartitionResult(_m.Struct):
@@ -43,17 +48,14 @@ class DeleteRecordsPartitionResult(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> DeleteRecordsPartitionResult:
         _flexible = version >= 2
-        partition_index = reader.int32()
-        low_watermark = reader.int64()
-        error_code = reader.int16()
+        partition_index, low_watermark, error_code = _FIXED_iqh.unpack_from(reader.view, reader.pos)
+        reader.pos += 14
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition_index, low_watermark, error_code, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
-        writer.int32(self.partition_index)
-        writer.int64(self.low_watermark)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_iqh.pack(self.partition_index, self.low_watermark, self.error_code)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

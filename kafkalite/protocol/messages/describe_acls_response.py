@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_bb = _struct.Struct('>bb')
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class AclDescription(_m.Struct):
@@ -50,8 +56,8 @@ class AclDescription(_m.Struct):
         _flexible = version >= 2
         principal = reader.string(_flexible)
         host = reader.string(_flexible)
-        operation = reader.int8()
-        permission_type = reader.int8()
+        operation, permission_type = _FIXED_bb.unpack_from(reader.view, reader.pos)
+        reader.pos += 2
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(principal, host, operation, permission_type, unknown_tagged_fields)
 
@@ -59,8 +65,7 @@ class AclDescription(_m.Struct):
         _flexible = version >= 2
         writer.string(self.principal, _flexible)
         writer.string(self.host, _flexible)
-        writer.int8(self.operation)
-        writer.int8(self.permission_type)
+        writer.buf += _FIXED_bb.pack(self.operation, self.permission_type)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -170,8 +175,8 @@ class DescribeAclsResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> DescribeAclsResponse:
         _flexible = version >= 2
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
+        throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(_flexible)
         resources = reader.struct_array(DescribeAclsResource, version, _flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
@@ -179,8 +184,7 @@ class DescribeAclsResponse(_m.Message):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         writer.nullable_string(self.error_message, _flexible)
         writer.struct_array(self.resources, version, _flexible)
         if _flexible:

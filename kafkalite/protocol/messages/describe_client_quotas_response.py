@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class EntityData(_m.Struct):
@@ -183,8 +188,8 @@ class DescribeClientQuotasResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> DescribeClientQuotasResponse:
         _flexible = version >= 1
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
+        throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(_flexible)
         entries = reader.nullable_struct_array(EntryData, version, _flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
@@ -192,8 +197,7 @@ class DescribeClientQuotasResponse(_m.Message):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 1
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         writer.nullable_string(self.error_message, _flexible)
         writer.struct_array(self.entries, version, _flexible)
         if _flexible:

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ob = _struct.Struct('>?b')
 
 
 class DescribeClusterRequest(_m.Message):
@@ -46,15 +51,20 @@ class DescribeClusterRequest(_m.Message):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> DescribeClusterRequest:
-        include_cluster_authorized_operations = reader.bool_()
-        endpoint_type = reader.int8() if version >= 1 else 1
+        if version >= 1:
+            include_cluster_authorized_operations, endpoint_type = _FIXED_ob.unpack_from(reader.view, reader.pos)
+            reader.pos += 2
+        else:
+            endpoint_type = 1
+            include_cluster_authorized_operations = reader.bool_()
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(include_cluster_authorized_operations, endpoint_type, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.bool_(self.include_cluster_authorized_operations)
         if version >= 1:
-            writer.int8(self.endpoint_type)
+            writer.buf += _FIXED_ob.pack(self.include_cluster_authorized_operations, self.endpoint_type)
+        else:
+            writer.bool_(self.include_cluster_authorized_operations)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 

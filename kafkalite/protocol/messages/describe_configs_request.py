@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_oo = _struct.Struct('>??')
 
 
 class DescribeConfigsResource(_m.Struct):
@@ -102,18 +107,25 @@ class DescribeConfigsRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> DescribeConfigsRequest:
         _flexible = version >= 4
         resources = reader.struct_array(DescribeConfigsResource, version, _flexible)
-        include_synonyms = reader.bool_() if version >= 1 else False
-        include_documentation = reader.bool_() if version >= 3 else False
+        if version >= 3:
+            include_synonyms, include_documentation = _FIXED_oo.unpack_from(reader.view, reader.pos)
+            reader.pos += 2
+        elif version >= 1:
+            include_documentation = False
+            include_synonyms = reader.bool_()
+        else:
+            include_synonyms = False
+            include_documentation = False
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(resources, include_synonyms, include_documentation, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 4
         writer.struct_array(self.resources, version, _flexible)
-        if version >= 1:
-            writer.bool_(self.include_synonyms)
         if version >= 3:
-            writer.bool_(self.include_documentation)
+            writer.buf += _FIXED_oo.pack(self.include_synonyms, self.include_documentation)
+        elif version >= 1:
+            writer.bool_(self.include_synonyms)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ooo = _struct.Struct('>???')
+_FIXED_obo = _struct.Struct('>?b?')
 
 
 class DescribeConfigsSynonym(_m.Struct):
@@ -124,10 +130,14 @@ class DescribeConfigsResourceResult(_m.Struct):
         _flexible = version >= 4
         name = reader.string(_flexible)
         value = reader.nullable_string(_flexible)
-        read_only = reader.bool_()
-        is_default = reader.bool_() if version <= 0 else False
-        config_source = reader.int8() if version >= 1 else -1
-        is_sensitive = reader.bool_()
+        if version >= 1:
+            is_default = False
+            read_only, config_source, is_sensitive = _FIXED_obo.unpack_from(reader.view, reader.pos)
+            reader.pos += 3
+        else:
+            config_source = -1
+            read_only, is_default, is_sensitive = _FIXED_ooo.unpack_from(reader.view, reader.pos)
+            reader.pos += 3
         synonyms = reader.struct_array(DescribeConfigsSynonym, version, _flexible) if version >= 1 else []
         config_type = reader.int8() if version >= 3 else 0
         documentation = reader.nullable_string(_flexible) if version >= 3 else ''
@@ -138,12 +148,10 @@ class DescribeConfigsResourceResult(_m.Struct):
         _flexible = version >= 4
         writer.string(self.name, _flexible)
         writer.nullable_string(self.value, _flexible)
-        writer.bool_(self.read_only)
-        if version <= 0:
-            writer.bool_(self.is_default)
         if version >= 1:
-            writer.int8(self.config_source)
-        writer.bool_(self.is_sensitive)
+            writer.buf += _FIXED_obo.pack(self.read_only, self.config_source, self.is_sensitive)
+        else:
+            writer.buf += _FIXED_ooo.pack(self.read_only, self.is_default, self.is_sensitive)
         if version >= 1:
             writer.struct_array(self.synonyms, version, _flexible)
         if version >= 3:

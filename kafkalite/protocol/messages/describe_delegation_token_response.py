@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_qqq = _struct.Struct('>qqq')
 
 
 class DescribedDelegationTokenRenewer(_m.Struct):
@@ -124,9 +129,8 @@ class DescribedDelegationToken(_m.Struct):
         principal_name = reader.string(_flexible)
         token_requester_principal_type = reader.string(_flexible) if version >= 3 else ''
         token_requester_principal_name = reader.string(_flexible) if version >= 3 else ''
-        issue_timestamp = reader.int64()
-        expiry_timestamp = reader.int64()
-        max_timestamp = reader.int64()
+        issue_timestamp, expiry_timestamp, max_timestamp = _FIXED_qqq.unpack_from(reader.view, reader.pos)
+        reader.pos += 24
         token_id = reader.string(_flexible)
         hmac = reader.bytes_(_flexible)
         renewers = reader.struct_array(DescribedDelegationTokenRenewer, version, _flexible)
@@ -141,9 +145,7 @@ class DescribedDelegationToken(_m.Struct):
             writer.string(self.token_requester_principal_type, _flexible)
         if version >= 3:
             writer.string(self.token_requester_principal_name, _flexible)
-        writer.int64(self.issue_timestamp)
-        writer.int64(self.expiry_timestamp)
-        writer.int64(self.max_timestamp)
+        writer.buf += _FIXED_qqq.pack(self.issue_timestamp, self.expiry_timestamp, self.max_timestamp)
         writer.string(self.token_id, _flexible)
         writer.bytes_(self.hmac, _flexible)
         writer.struct_array(self.renewers, version, _flexible)

@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_iqqo = _struct.Struct('>iqq?')
+_FIXED_qq = _struct.Struct('>qq')
 
 
 class DescribeLogDirsPartition(_m.Struct):
@@ -48,19 +55,14 @@ class DescribeLogDirsPartition(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> DescribeLogDirsPartition:
         _flexible = version >= 2
-        partition_index = reader.int32()
-        partition_size = reader.int64()
-        offset_lag = reader.int64()
-        is_future_key = reader.bool_()
+        partition_index, partition_size, offset_lag, is_future_key = _FIXED_iqqo.unpack_from(reader.view, reader.pos)
+        reader.pos += 21
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition_index, partition_size, offset_lag, is_future_key, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
-        writer.int32(self.partition_index)
-        writer.int64(self.partition_size)
-        writer.int64(self.offset_lag)
-        writer.bool_(self.is_future_key)
+        writer.buf += _FIXED_iqqo.pack(self.partition_index, self.partition_size, self.offset_lag, self.is_future_key)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -154,8 +156,11 @@ class DescribeLogDirsResult(_m.Struct):
         error_code = reader.int16()
         log_dir = reader.string(_flexible)
         topics = reader.struct_array(DescribeLogDirsTopic, version, _flexible)
-        total_bytes = reader.int64() if version >= 4 else -1
-        usable_bytes = reader.int64() if version >= 4 else -1
+        if version >= 4:
+            total_bytes, usable_bytes = _FIXED_qq.unpack_from(reader.view, reader.pos)
+            reader.pos += 16
+        else:
+            total_bytes, usable_bytes = -1, -1
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(error_code, log_dir, topics, total_bytes, usable_bytes, unknown_tagged_fields)
 
@@ -165,9 +170,7 @@ class DescribeLogDirsResult(_m.Struct):
         writer.string(self.log_dir, _flexible)
         writer.struct_array(self.topics, version, _flexible)
         if version >= 4:
-            writer.int64(self.total_bytes)
-        if version >= 4:
-            writer.int64(self.usable_bytes)
+            writer.buf += _FIXED_qq.pack(self.total_bytes, self.usable_bytes)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -215,17 +218,22 @@ class DescribeLogDirsResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> DescribeLogDirsResponse:
         _flexible = version >= 2
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16() if version >= 3 else 0
+        if version >= 3:
+            throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+            reader.pos += 6
+        else:
+            error_code = 0
+            throttle_time_ms = reader.int32()
         results = reader.struct_array(DescribeLogDirsResult, version, _flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(throttle_time_ms, error_code, results, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
-        writer.int32(self.throttle_time_ms)
         if version >= 3:
-            writer.int16(self.error_code)
+            writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
+        else:
+            writer.int32(self.throttle_time_ms)
         writer.struct_array(self.results, version, _flexible)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)

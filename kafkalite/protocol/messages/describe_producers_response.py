@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_qiiqiq = _struct.Struct('>qiiqiq')
 
 
 class ProducerState(_m.Struct):
@@ -57,22 +63,13 @@ class ProducerState(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ProducerState:
-        producer_id = reader.int64()
-        producer_epoch = reader.int32()
-        last_sequence = reader.int32()
-        last_timestamp = reader.int64()
-        coordinator_epoch = reader.int32()
-        current_txn_start_offset = reader.int64()
+        producer_id, producer_epoch, last_sequence, last_timestamp, coordinator_epoch, current_txn_start_offset = _FIXED_qiiqiq.unpack_from(reader.view, reader.pos)
+        reader.pos += 36
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(producer_id, producer_epoch, last_sequence, last_timestamp, coordinator_epoch, current_txn_start_offset, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int64(self.producer_id)
-        writer.int32(self.producer_epoch)
-        writer.int32(self.last_sequence)
-        writer.int64(self.last_timestamp)
-        writer.int32(self.coordinator_epoch)
-        writer.int64(self.current_txn_start_offset)
+        writer.buf += _FIXED_qiiqiq.pack(self.producer_id, self.producer_epoch, self.last_sequence, self.last_timestamp, self.coordinator_epoch, self.current_txn_start_offset)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 
@@ -114,16 +111,15 @@ class PartitionResponse(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionResponse:
-        partition_index = reader.int32()
-        error_code = reader.int16()
+        partition_index, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         active_producers = reader.struct_array(ProducerState, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition_index, error_code, error_message, active_producers, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition_index)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_index, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.struct_array(self.active_producers, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)

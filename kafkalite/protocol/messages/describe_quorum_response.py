@@ -3,11 +3,18 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_iiq = _struct.Struct('>iiq')
+_FIXED_qqq = _struct.Struct('>qqq')
 
 
 class ReplicaState(_m.Struct):
@@ -55,9 +62,13 @@ class ReplicaState(_m.Struct):
     def read(cls, reader: _p.Reader, version: int) -> ReplicaState:
         replica_id = reader.int32()
         replica_directory_id = reader.uuid() if version >= 2 else _p.ZERO_UUID
-        log_end_offset = reader.int64()
-        last_fetch_timestamp = reader.int64() if version >= 1 else -1
-        last_caught_up_timestamp = reader.int64() if version >= 1 else -1
+        if version >= 1:
+            log_end_offset, last_fetch_timestamp, last_caught_up_timestamp = _FIXED_qqq.unpack_from(reader.view, reader.pos)
+            reader.pos += 24
+        else:
+            last_fetch_timestamp = -1
+            last_caught_up_timestamp = -1
+            log_end_offset = reader.int64()
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(replica_id, replica_directory_id, log_end_offset, last_fetch_timestamp, last_caught_up_timestamp, unknown_tagged_fields)
 
@@ -65,11 +76,10 @@ class ReplicaState(_m.Struct):
         writer.int32(self.replica_id)
         if version >= 2:
             writer.uuid(self.replica_directory_id)
-        writer.int64(self.log_end_offset)
         if version >= 1:
-            writer.int64(self.last_fetch_timestamp)
-        if version >= 1:
-            writer.int64(self.last_caught_up_timestamp)
+            writer.buf += _FIXED_qqq.pack(self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp)
+        else:
+            writer.int64(self.log_end_offset)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 
@@ -131,25 +141,21 @@ class PartitionData(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionData:
-        partition_index = reader.int32()
-        error_code = reader.int16()
+        partition_index, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True) if version >= 2 else ''
-        leader_id = reader.int32()
-        leader_epoch = reader.int32()
-        high_watermark = reader.int64()
+        leader_id, leader_epoch, high_watermark = _FIXED_iiq.unpack_from(reader.view, reader.pos)
+        reader.pos += 16
         current_voters = reader.struct_array(ReplicaState, version, True)
         observers = reader.struct_array(ReplicaState, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition_index, error_code, error_message, leader_id, leader_epoch, high_watermark, current_voters, observers, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition_index)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_index, self.error_code)
         if version >= 2:
             writer.nullable_string(self.error_message, True)
-        writer.int32(self.leader_id)
-        writer.int32(self.leader_epoch)
-        writer.int64(self.high_watermark)
+        writer.buf += _FIXED_iiq.pack(self.leader_id, self.leader_epoch, self.high_watermark)
         writer.struct_array(self.current_voters, version, True)
         writer.struct_array(self.observers, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)

@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iqih = _struct.Struct('>iqih')
+_FIXED_iqiqh = _struct.Struct('>iqiqh')
 
 
 class DescribeShareGroupOffsetsResponsePartition(_m.Struct):
@@ -58,22 +64,22 @@ class DescribeShareGroupOffsetsResponsePartition(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> DescribeShareGroupOffsetsResponsePartition:
-        partition_index = reader.int32()
-        start_offset = reader.int64()
-        leader_epoch = reader.int32()
-        lag = reader.int64() if version >= 1 else -1
-        error_code = reader.int16()
+        if version >= 1:
+            partition_index, start_offset, leader_epoch, lag, error_code = _FIXED_iqiqh.unpack_from(reader.view, reader.pos)
+            reader.pos += 26
+        else:
+            lag = -1
+            partition_index, start_offset, leader_epoch, error_code = _FIXED_iqih.unpack_from(reader.view, reader.pos)
+            reader.pos += 18
         error_message = reader.nullable_string(True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition_index, start_offset, leader_epoch, lag, error_code, error_message, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition_index)
-        writer.int64(self.start_offset)
-        writer.int32(self.leader_epoch)
         if version >= 1:
-            writer.int64(self.lag)
-        writer.int16(self.error_code)
+            writer.buf += _FIXED_iqiqh.pack(self.partition_index, self.start_offset, self.leader_epoch, self.lag, self.error_code)
+        else:
+            writer.buf += _FIXED_iqih.pack(self.partition_index, self.start_offset, self.leader_epoch, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

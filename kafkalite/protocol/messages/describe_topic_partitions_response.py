@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hiii = _struct.Struct('>hiii')
 
 
 class DescribeTopicPartitionsResponsePartition(_m.Struct):
@@ -73,10 +78,8 @@ class DescribeTopicPartitionsResponsePartition(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> DescribeTopicPartitionsResponsePartition:
-        error_code = reader.int16()
-        partition_index = reader.int32()
-        leader_id = reader.int32()
-        leader_epoch = reader.int32()
+        error_code, partition_index, leader_id, leader_epoch = _FIXED_hiii.unpack_from(reader.view, reader.pos)
+        reader.pos += 14
         replica_nodes = _p.not_null(reader.int32_array(True), 'ReplicaNodes')
         isr_nodes = _p.not_null(reader.int32_array(True), 'IsrNodes')
         eligible_leader_replicas = reader.int32_array(True)
@@ -86,10 +89,7 @@ class DescribeTopicPartitionsResponsePartition(_m.Struct):
         return cls(error_code, partition_index, leader_id, leader_epoch, replica_nodes, isr_nodes, eligible_leader_replicas, last_known_elr, offline_replicas, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int16(self.error_code)
-        writer.int32(self.partition_index)
-        writer.int32(self.leader_id)
-        writer.int32(self.leader_epoch)
+        writer.buf += _FIXED_hiii.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
         writer.int32_array(self.replica_nodes, True)
         writer.int32_array(self.isr_nodes, True)
         writer.int32_array(self.eligible_leader_replicas, True)

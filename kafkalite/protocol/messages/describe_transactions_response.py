@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iqqh = _struct.Struct('>iqqh')
 
 
 class TopicData(_m.Struct):
@@ -109,10 +114,8 @@ class TransactionState(_m.Struct):
         error_code = reader.int16()
         transactional_id = reader.string(True)
         transaction_state = reader.string(True)
-        transaction_timeout_ms = reader.int32()
-        transaction_start_time_ms = reader.int64()
-        producer_id = reader.int64()
-        producer_epoch = reader.int16()
+        transaction_timeout_ms, transaction_start_time_ms, producer_id, producer_epoch = _FIXED_iqqh.unpack_from(reader.view, reader.pos)
+        reader.pos += 22
         topics = reader.struct_array(TopicData, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(error_code, transactional_id, transaction_state, transaction_timeout_ms, transaction_start_time_ms, producer_id, producer_epoch, topics, unknown_tagged_fields)
@@ -121,10 +124,7 @@ class TransactionState(_m.Struct):
         writer.int16(self.error_code)
         writer.string(self.transactional_id, True)
         writer.string(self.transaction_state, True)
-        writer.int32(self.transaction_timeout_ms)
-        writer.int64(self.transaction_start_time_ms)
-        writer.int64(self.producer_id)
-        writer.int16(self.producer_epoch)
+        writer.buf += _FIXED_iqqh.pack(self.transaction_timeout_ms, self.transaction_start_time_ms, self.producer_id, self.producer_epoch)
         writer.struct_array(self.topics, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class PartitionResult(_m.Struct):
@@ -43,16 +48,15 @@ class PartitionResult(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionResult:
         _flexible = version >= 2
-        partition_id = reader.int32()
-        error_code = reader.int16()
+        partition_id, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(_flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition_id, error_code, error_message, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
-        writer.int32(self.partition_id)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_id, self.error_code)
         writer.nullable_string(self.error_message, _flexible)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
@@ -143,17 +147,22 @@ class ElectLeadersResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ElectLeadersResponse:
         _flexible = version >= 2
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16() if version >= 1 else 0
+        if version >= 1:
+            throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+            reader.pos += 6
+        else:
+            error_code = 0
+            throttle_time_ms = reader.int32()
         replica_election_results = reader.struct_array(ReplicaElectionResult, version, _flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(throttle_time_ms, error_code, replica_election_results, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
-        writer.int32(self.throttle_time_ms)
         if version >= 1:
-            writer.int16(self.error_code)
+            writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
+        else:
+            writer.int32(self.throttle_time_ms)
         writer.struct_array(self.replica_election_results, version, _flexible)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)

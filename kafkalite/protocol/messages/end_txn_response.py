@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_ihqh = _struct.Struct('>ihqh')
 
 
 class EndTxnResponse(_m.Message):
@@ -57,21 +63,23 @@ class EndTxnResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> EndTxnResponse:
         _flexible = version >= 3
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
-        producer_id = reader.int64() if version >= 5 else -1
-        producer_epoch = reader.int16() if version >= 5 else -1
+        if version >= 5:
+            throttle_time_ms, error_code, producer_id, producer_epoch = _FIXED_ihqh.unpack_from(reader.view, reader.pos)
+            reader.pos += 16
+        else:
+            producer_id = -1
+            producer_epoch = -1
+            throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+            reader.pos += 6
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(throttle_time_ms, error_code, producer_id, producer_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 3
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
         if version >= 5:
-            writer.int64(self.producer_id)
-        if version >= 5:
-            writer.int16(self.producer_epoch)
+            writer.buf += _FIXED_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
+        else:
+            writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

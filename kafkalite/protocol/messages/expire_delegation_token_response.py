@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hqi = _struct.Struct('>hqi')
 
 
 class ExpireDelegationTokenResponse(_m.Message):
@@ -52,17 +57,14 @@ class ExpireDelegationTokenResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ExpireDelegationTokenResponse:
         _flexible = version >= 2
-        error_code = reader.int16()
-        expiry_timestamp_ms = reader.int64()
-        throttle_time_ms = reader.int32()
+        error_code, expiry_timestamp_ms, throttle_time_ms = _FIXED_hqi.unpack_from(reader.view, reader.pos)
+        reader.pos += 14
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(error_code, expiry_timestamp_ms, throttle_time_ms, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
-        writer.int16(self.error_code)
-        writer.int64(self.expiry_timestamp_ms)
-        writer.int32(self.throttle_time_ms)
+        writer.buf += _FIXED_hqi.pack(self.error_code, self.expiry_timestamp_ms, self.throttle_time_ms)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

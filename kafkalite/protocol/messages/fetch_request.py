@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ii = _struct.Struct('>ii')
+_FIXED_iq = _struct.Struct('>iq')
 
 
 class ReplicaState(_m.Struct):
@@ -38,14 +44,13 @@ class ReplicaState(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ReplicaState:
-        replica_id = reader.int32()
-        replica_epoch = reader.int64()
+        replica_id, replica_epoch = _FIXED_iq.unpack_from(reader.view, reader.pos)
+        reader.pos += 12
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(replica_id, replica_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.replica_id)
-        writer.int64(self.replica_epoch)
+        writer.buf += _FIXED_iq.pack(self.replica_id, self.replica_epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 # The default ReplicaState: a tagged field equal to it is not written.
@@ -335,12 +340,15 @@ class FetchRequest(_m.Message):
         cluster_id = None
         replica_id = reader.int32() if version <= 14 else -1
         replica_state = ReplicaState()
-        max_wait_ms = reader.int32()
-        min_bytes = reader.int32()
+        max_wait_ms, min_bytes = _FIXED_ii.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         max_bytes = reader.int32() if version >= 3 else 2147483647
         isolation_level = reader.int8() if version >= 4 else 0
-        session_id = reader.int32() if version >= 7 else 0
-        session_epoch = reader.int32() if version >= 7 else -1
+        if version >= 7:
+            session_id, session_epoch = _FIXED_ii.unpack_from(reader.view, reader.pos)
+            reader.pos += 8
+        else:
+            session_id, session_epoch = 0, -1
         topics = reader.struct_array(FetchTopic, version, _flexible)
         forgotten_topics_data = reader.struct_array(ForgottenTopic, version, _flexible) if version >= 7 else []
         rack_id = reader.string(_flexible) if version >= 11 else ''
@@ -359,16 +367,13 @@ class FetchRequest(_m.Message):
         _flexible = version >= 12
         if version <= 14:
             writer.int32(self.replica_id)
-        writer.int32(self.max_wait_ms)
-        writer.int32(self.min_bytes)
+        writer.buf += _FIXED_ii.pack(self.max_wait_ms, self.min_bytes)
         if version >= 3:
             writer.int32(self.max_bytes)
         if version >= 4:
             writer.int8(self.isolation_level)
         if version >= 7:
-            writer.int32(self.session_id)
-        if version >= 7:
-            writer.int32(self.session_epoch)
+            writer.buf += _FIXED_ii.pack(self.session_id, self.session_epoch)
         writer.struct_array(self.topics, version, _flexible)
         if version >= 7:
             writer.struct_array(self.forgotten_topics_data, version, _flexible)

@@ -3,11 +3,23 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ihi = _struct.Struct('>ihi')
+_FIXED_ihq = _struct.Struct('>ihq')
+_FIXED_ihqq = _struct.Struct('>ihqq')
+_FIXED_ihqqq = _struct.Struct('>ihqqq')
+_FIXED_ii = _struct.Struct('>ii')
+_FIXED_iq = _struct.Struct('>iq')
+_FIXED_qi = _struct.Struct('>qi')
+_FIXED_qq = _struct.Struct('>qq')
 
 
 class EpochEndOffset(_m.Struct):
@@ -38,14 +50,13 @@ class EpochEndOffset(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> EpochEndOffset:
-        epoch = reader.int32()
-        end_offset = reader.int64()
+        epoch, end_offset = _FIXED_iq.unpack_from(reader.view, reader.pos)
+        reader.pos += 12
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(epoch, end_offset, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.epoch)
-        writer.int64(self.end_offset)
+        writer.buf += _FIXED_iq.pack(self.epoch, self.end_offset)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 # The default EpochEndOffset: a tagged field equal to it is not written.
@@ -80,14 +91,13 @@ class LeaderIdAndEpoch(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> LeaderIdAndEpoch:
-        leader_id = reader.int32()
-        leader_epoch = reader.int32()
+        leader_id, leader_epoch = _FIXED_ii.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(leader_id, leader_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.leader_id)
-        writer.int32(self.leader_epoch)
+        writer.buf += _FIXED_ii.pack(self.leader_id, self.leader_epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 # The default LeaderIdAndEpoch: a tagged field equal to it is not written.
@@ -122,14 +132,13 @@ class SnapshotId(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> SnapshotId:
-        end_offset = reader.int64()
-        epoch = reader.int32()
+        end_offset, epoch = _FIXED_qi.unpack_from(reader.view, reader.pos)
+        reader.pos += 12
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(end_offset, epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int64(self.end_offset)
-        writer.int32(self.epoch)
+        writer.buf += _FIXED_qi.pack(self.end_offset, self.epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 # The default SnapshotId: a tagged field equal to it is not written.
@@ -165,15 +174,14 @@ class AbortedTransaction(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AbortedTransaction:
         _flexible = version >= 12
-        producer_id = reader.int64()
-        first_offset = reader.int64()
+        producer_id, first_offset = _FIXED_qq.unpack_from(reader.view, reader.pos)
+        reader.pos += 16
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(producer_id, first_offset, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 12
-        writer.int64(self.producer_id)
-        writer.int64(self.first_offset)
+        writer.buf += _FIXED_qq.pack(self.producer_id, self.first_offset)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -252,11 +260,18 @@ class PartitionData(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionData:
         _flexible = version >= 12
-        partition_index = reader.int32()
-        error_code = reader.int16()
-        high_watermark = reader.int64()
-        last_stable_offset = reader.int64() if version >= 4 else -1
-        log_start_offset = reader.int64() if version >= 5 else -1
+        if version >= 5:
+            partition_index, error_code, high_watermark, last_stable_offset, log_start_offset = _FIXED_ihqqq.unpack_from(reader.view, reader.pos)
+            reader.pos += 30
+        elif version >= 4:
+            log_start_offset = -1
+            partition_index, error_code, high_watermark, last_stable_offset = _FIXED_ihqq.unpack_from(reader.view, reader.pos)
+            reader.pos += 22
+        else:
+            last_stable_offset = -1
+            log_start_offset = -1
+            partition_index, error_code, high_watermark = _FIXED_ihq.unpack_from(reader.view, reader.pos)
+            reader.pos += 14
         diverging_epoch = EpochEndOffset()
         current_leader = LeaderIdAndEpoch()
         snapshot_id = SnapshotId()
@@ -278,13 +293,12 @@ class PartitionData(_m.Struct):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 12
-        writer.int32(self.partition_index)
-        writer.int16(self.error_code)
-        writer.int64(self.high_watermark)
-        if version >= 4:
-            writer.int64(self.last_stable_offset)
         if version >= 5:
-            writer.int64(self.log_start_offset)
+            writer.buf += _FIXED_ihqqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
+        elif version >= 4:
+            writer.buf += _FIXED_ihqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset)
+        else:
+            writer.buf += _FIXED_ihq.pack(self.partition_index, self.error_code, self.high_watermark)
         if version >= 4:
             writer.struct_array(self.aborted_transactions, version, _flexible)
         if version >= 11:
@@ -464,9 +478,17 @@ class FetchResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> FetchResponse:
         _flexible = version >= 12
-        throttle_time_ms = reader.int32() if version >= 1 else 0
-        error_code = reader.int16() if version >= 7 else 0
-        session_id = reader.int32() if version >= 7 else 0
+        if version >= 7:
+            throttle_time_ms, error_code, session_id = _FIXED_ihi.unpack_from(reader.view, reader.pos)
+            reader.pos += 10
+        elif version >= 1:
+            error_code = 0
+            session_id = 0
+            throttle_time_ms = reader.int32()
+        else:
+            throttle_time_ms = 0
+            error_code = 0
+            session_id = 0
         responses = reader.struct_array(FetchableTopicResponse, version, _flexible)
         node_endpoints = []
         unknown_tagged_fields: _p.TaggedFields | None = None
@@ -480,12 +502,10 @@ class FetchResponse(_m.Message):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 12
-        if version >= 1:
+        if version >= 7:
+            writer.buf += _FIXED_ihi.pack(self.throttle_time_ms, self.error_code, self.session_id)
+        elif version >= 1:
             writer.int32(self.throttle_time_ms)
-        if version >= 7:
-            writer.int16(self.error_code)
-        if version >= 7:
-            writer.int32(self.session_id)
         writer.struct_array(self.responses, version, _flexible)
         if _flexible:
             _tagged: list[tuple[int, bytes]] = []

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class Coordinator(_m.Struct):
@@ -60,8 +65,8 @@ class Coordinator(_m.Struct):
         key = reader.string(True)
         node_id = reader.int32()
         host = reader.string(True)
-        port = reader.int32()
-        error_code = reader.int16()
+        port, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(key, node_id, host, port, error_code, error_message, unknown_tagged_fields)
@@ -70,8 +75,7 @@ class Coordinator(_m.Struct):
         writer.string(self.key, True)
         writer.int32(self.node_id)
         writer.string(self.host, True)
-        writer.int32(self.port)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.port, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -139,8 +143,15 @@ class FindCoordinatorResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> FindCoordinatorResponse:
         _flexible = version >= 3
-        throttle_time_ms = reader.int32() if version >= 1 else 0
-        error_code = reader.int16() if version <= 3 else 0
+        if version >= 4:
+            error_code = 0
+            throttle_time_ms = reader.int32()
+        elif version >= 1:
+            throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+            reader.pos += 6
+        else:
+            throttle_time_ms = 0
+            error_code = reader.int16()
         error_message = reader.nullable_string(_flexible) if 1 <= version <= 3 else ''
         node_id = reader.int32() if version <= 3 else 0
         host = reader.string(_flexible) if version <= 3 else ''
@@ -151,9 +162,11 @@ class FindCoordinatorResponse(_m.Message):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 3
-        if version >= 1:
+        if version >= 4:
             writer.int32(self.throttle_time_ms)
-        if version <= 3:
+        elif version >= 1:
+            writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
+        else:
             writer.int16(self.error_code)
         if 1 <= version <= 3:
             writer.nullable_string(self.error_message, _flexible)

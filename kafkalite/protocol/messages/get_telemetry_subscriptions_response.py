@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_iio = _struct.Struct('>ii?')
 
 
 class GetTelemetrySubscriptionsResponse(_m.Message):
@@ -82,27 +88,23 @@ class GetTelemetrySubscriptionsResponse(_m.Message):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> GetTelemetrySubscriptionsResponse:
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
+        throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         client_instance_id = reader.uuid()
         subscription_id = reader.int32()
         accepted_compression_types = _p.not_null(reader.int8_array(True), 'AcceptedCompressionTypes')
-        push_interval_ms = reader.int32()
-        telemetry_max_bytes = reader.int32()
-        delta_temporality = reader.bool_()
+        push_interval_ms, telemetry_max_bytes, delta_temporality = _FIXED_iio.unpack_from(reader.view, reader.pos)
+        reader.pos += 9
         requested_metrics = reader.string_array(True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(throttle_time_ms, error_code, client_instance_id, subscription_id, accepted_compression_types, push_interval_ms, telemetry_max_bytes, delta_temporality, requested_metrics, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         writer.uuid(self.client_instance_id)
         writer.int32(self.subscription_id)
         writer.int8_array(self.accepted_compression_types, True)
-        writer.int32(self.push_interval_ms)
-        writer.int32(self.telemetry_max_bytes)
-        writer.bool_(self.delta_temporality)
+        writer.buf += _FIXED_iio.pack(self.push_interval_ms, self.telemetry_max_bytes, self.delta_temporality)
         writer.string_array(self.requested_metrics, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

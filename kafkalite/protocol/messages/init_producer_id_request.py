@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iqh = _struct.Struct('>iqh')
 
 
 class InitProducerIdRequest(_m.Message):
@@ -58,20 +63,23 @@ class InitProducerIdRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> InitProducerIdRequest:
         _flexible = version >= 2
         transactional_id = reader.nullable_string(_flexible)
-        transaction_timeout_ms = reader.int32()
-        producer_id = reader.int64() if version >= 3 else -1
-        producer_epoch = reader.int16() if version >= 3 else -1
+        if version >= 3:
+            transaction_timeout_ms, producer_id, producer_epoch = _FIXED_iqh.unpack_from(reader.view, reader.pos)
+            reader.pos += 14
+        else:
+            producer_id = -1
+            producer_epoch = -1
+            transaction_timeout_ms = reader.int32()
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(transactional_id, transaction_timeout_ms, producer_id, producer_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
         writer.nullable_string(self.transactional_id, _flexible)
-        writer.int32(self.transaction_timeout_ms)
         if version >= 3:
-            writer.int64(self.producer_id)
-        if version >= 3:
-            writer.int16(self.producer_epoch)
+            writer.buf += _FIXED_iqh.pack(self.transaction_timeout_ms, self.producer_id, self.producer_epoch)
+        else:
+            writer.int32(self.transaction_timeout_ms)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

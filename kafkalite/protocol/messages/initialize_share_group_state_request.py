@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iiq = _struct.Struct('>iiq')
 
 
 class PartitionData(_m.Struct):
@@ -43,16 +48,13 @@ class PartitionData(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionData:
-        partition = reader.int32()
-        state_epoch = reader.int32()
-        start_offset = reader.int64()
+        partition, state_epoch, start_offset = _FIXED_iiq.unpack_from(reader.view, reader.pos)
+        reader.pos += 16
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition, state_epoch, start_offset, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition)
-        writer.int32(self.state_epoch)
-        writer.int64(self.start_offset)
+        writer.buf += _FIXED_iiq.pack(self.partition, self.state_epoch, self.start_offset)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class PartitionResult(_m.Struct):
@@ -43,15 +48,14 @@ class PartitionResult(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionResult:
-        partition = reader.int32()
-        error_code = reader.int16()
+        partition, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition, error_code, error_message, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

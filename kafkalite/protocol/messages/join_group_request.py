@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ii = _struct.Struct('>ii')
 
 
 class JoinGroupRequestProtocol(_m.Struct):
@@ -120,8 +125,12 @@ class JoinGroupRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> JoinGroupRequest:
         _flexible = version >= 6
         group_id = reader.string(_flexible)
-        session_timeout_ms = reader.int32()
-        rebalance_timeout_ms = reader.int32() if version >= 1 else -1
+        if version >= 1:
+            session_timeout_ms, rebalance_timeout_ms = _FIXED_ii.unpack_from(reader.view, reader.pos)
+            reader.pos += 8
+        else:
+            rebalance_timeout_ms = -1
+            session_timeout_ms = reader.int32()
         member_id = reader.string(_flexible)
         group_instance_id = reader.nullable_string(_flexible) if version >= 5 else None
         protocol_type = reader.string(_flexible)
@@ -133,9 +142,10 @@ class JoinGroupRequest(_m.Message):
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 6
         writer.string(self.group_id, _flexible)
-        writer.int32(self.session_timeout_ms)
         if version >= 1:
-            writer.int32(self.rebalance_timeout_ms)
+            writer.buf += _FIXED_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
+        else:
+            writer.int32(self.session_timeout_ms)
         writer.string(self.member_id, _flexible)
         if version >= 5:
             writer.nullable_string(self.group_instance_id, _flexible)

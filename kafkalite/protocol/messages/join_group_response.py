@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hi = _struct.Struct('>hi')
+_FIXED_ihi = _struct.Struct('>ihi')
 
 
 class JoinGroupResponseMember(_m.Struct):
@@ -132,9 +138,13 @@ class JoinGroupResponse(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> JoinGroupResponse:
         _flexible = version >= 6
-        throttle_time_ms = reader.int32() if version >= 2 else 0
-        error_code = reader.int16()
-        generation_id = reader.int32()
+        if version >= 2:
+            throttle_time_ms, error_code, generation_id = _FIXED_ihi.unpack_from(reader.view, reader.pos)
+            reader.pos += 10
+        else:
+            throttle_time_ms = 0
+            error_code, generation_id = _FIXED_hi.unpack_from(reader.view, reader.pos)
+            reader.pos += 6
         protocol_type = reader.nullable_string(_flexible) if version >= 7 else None
         protocol_name = (reader.nullable_string(_flexible) if version >= 7 else reader.string(_flexible))
         leader = reader.string(_flexible)
@@ -147,9 +157,9 @@ class JoinGroupResponse(_m.Message):
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 6
         if version >= 2:
-            writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
-        writer.int32(self.generation_id)
+            writer.buf += _FIXED_ihi.pack(self.throttle_time_ms, self.error_code, self.generation_id)
+        else:
+            writer.buf += _FIXED_hi.pack(self.error_code, self.generation_id)
         if version >= 7:
             writer.nullable_string(self.protocol_type, _flexible)
         writer.nullable_string(self.protocol_name, _flexible) if version >= 7 else writer.string(_p.not_null(self.protocol_name, 'ProtocolName'), _flexible)

@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ib = _struct.Struct('>ib')
+_FIXED_iiq = _struct.Struct('>iiq')
+_FIXED_iq = _struct.Struct('>iq')
+_FIXED_iqi = _struct.Struct('>iqi')
 
 
 class ListOffsetsPartition(_m.Struct):
@@ -48,21 +56,30 @@ class ListOffsetsPartition(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ListOffsetsPartition:
         _flexible = version >= 6
-        partition_index = reader.int32()
-        current_leader_epoch = reader.int32() if version >= 4 else -1
-        timestamp = reader.int64()
-        max_num_offsets = reader.int32() if version <= 0 else 1
+        if version >= 4:
+            max_num_offsets = 1
+            partition_index, current_leader_epoch, timestamp = _FIXED_iiq.unpack_from(reader.view, reader.pos)
+            reader.pos += 16
+        elif version >= 1:
+            current_leader_epoch = -1
+            max_num_offsets = 1
+            partition_index, timestamp = _FIXED_iq.unpack_from(reader.view, reader.pos)
+            reader.pos += 12
+        else:
+            current_leader_epoch = -1
+            partition_index, timestamp, max_num_offsets = _FIXED_iqi.unpack_from(reader.view, reader.pos)
+            reader.pos += 16
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition_index, current_leader_epoch, timestamp, max_num_offsets, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 6
-        writer.int32(self.partition_index)
         if version >= 4:
-            writer.int32(self.current_leader_epoch)
-        writer.int64(self.timestamp)
-        if version <= 0:
-            writer.int32(self.max_num_offsets)
+            writer.buf += _FIXED_iiq.pack(self.partition_index, self.current_leader_epoch, self.timestamp)
+        elif version >= 1:
+            writer.buf += _FIXED_iq.pack(self.partition_index, self.timestamp)
+        else:
+            writer.buf += _FIXED_iqi.pack(self.partition_index, self.timestamp, self.max_num_offsets)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -157,8 +174,12 @@ class ListOffsetsRequest(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ListOffsetsRequest:
         _flexible = version >= 6
-        replica_id = reader.int32()
-        isolation_level = reader.int8() if version >= 2 else 0
+        if version >= 2:
+            replica_id, isolation_level = _FIXED_ib.unpack_from(reader.view, reader.pos)
+            reader.pos += 5
+        else:
+            isolation_level = 0
+            replica_id = reader.int32()
         topics = reader.struct_array(ListOffsetsTopic, version, _flexible)
         timeout_ms = reader.int32() if version >= 10 else 0
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
@@ -166,9 +187,10 @@ class ListOffsetsRequest(_m.Message):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 6
-        writer.int32(self.replica_id)
         if version >= 2:
-            writer.int8(self.isolation_level)
+            writer.buf += _FIXED_ib.pack(self.replica_id, self.isolation_level)
+        else:
+            writer.int32(self.replica_id)
         writer.struct_array(self.topics, version, _flexible)
         if version >= 10:
             writer.int32(self.timeout_ms)

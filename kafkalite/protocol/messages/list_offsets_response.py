@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_qq = _struct.Struct('>qq')
+_FIXED_qqi = _struct.Struct('>qqi')
 
 
 class ListOffsetsPartitionResponse(_m.Struct):
@@ -58,27 +65,32 @@ class ListOffsetsPartitionResponse(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ListOffsetsPartitionResponse:
         _flexible = version >= 6
-        partition_index = reader.int32()
-        error_code = reader.int16()
+        partition_index, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         old_style_offsets = _p.not_null(reader.int64_array(_flexible), 'OldStyleOffsets') if version <= 0 else []
-        timestamp = reader.int64() if version >= 1 else -1
-        offset = reader.int64() if version >= 1 else -1
-        leader_epoch = reader.int32() if version >= 4 else -1
+        if version >= 4:
+            timestamp, offset, leader_epoch = _FIXED_qqi.unpack_from(reader.view, reader.pos)
+            reader.pos += 20
+        elif version >= 1:
+            leader_epoch = -1
+            timestamp, offset = _FIXED_qq.unpack_from(reader.view, reader.pos)
+            reader.pos += 16
+        else:
+            timestamp = -1
+            offset = -1
+            leader_epoch = -1
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition_index, error_code, old_style_offsets, timestamp, offset, leader_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 6
-        writer.int32(self.partition_index)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_index, self.error_code)
         if version <= 0:
             writer.int64_array(self.old_style_offsets, _flexible)
-        if version >= 1:
-            writer.int64(self.timestamp)
-        if version >= 1:
-            writer.int64(self.offset)
         if version >= 4:
-            writer.int32(self.leader_epoch)
+            writer.buf += _FIXED_qqi.pack(self.timestamp, self.offset, self.leader_epoch)
+        elif version >= 1:
+            writer.buf += _FIXED_qq.pack(self.timestamp, self.offset)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

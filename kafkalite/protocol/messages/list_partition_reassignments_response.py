@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class OngoingPartitionReassignment(_m.Struct):
@@ -148,16 +153,15 @@ class ListPartitionReassignmentsResponse(_m.Message):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ListPartitionReassignmentsResponse:
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
+        throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         topics = reader.struct_array(OngoingTopicReassignment, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(throttle_time_ms, error_code, error_message, topics, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.struct_array(self.topics, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)

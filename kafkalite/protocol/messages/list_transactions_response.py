@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class TransactionState(_m.Struct):
@@ -102,16 +107,15 @@ class ListTransactionsResponse(_m.Message):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ListTransactionsResponse:
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
+        throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         unknown_state_filters = reader.string_array(True)
         transaction_states = reader.struct_array(TransactionState, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(throttle_time_ms, error_code, unknown_state_filters, transaction_states, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         writer.string_array(self.unknown_state_filters, True)
         writer.struct_array(self.transaction_states, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)

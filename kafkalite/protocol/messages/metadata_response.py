@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hii = _struct.Struct('>hii')
+_FIXED_hiii = _struct.Struct('>hiii')
 
 
 class MetadataResponseBroker(_m.Struct):
@@ -121,10 +127,13 @@ class MetadataResponsePartition(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> MetadataResponsePartition:
         _flexible = version >= 9
-        error_code = reader.int16()
-        partition_index = reader.int32()
-        leader_id = reader.int32()
-        leader_epoch = reader.int32() if version >= 7 else -1
+        if version >= 7:
+            error_code, partition_index, leader_id, leader_epoch = _FIXED_hiii.unpack_from(reader.view, reader.pos)
+            reader.pos += 14
+        else:
+            leader_epoch = -1
+            error_code, partition_index, leader_id = _FIXED_hii.unpack_from(reader.view, reader.pos)
+            reader.pos += 10
         replica_nodes = _p.not_null(reader.int32_array(_flexible), 'ReplicaNodes')
         isr_nodes = _p.not_null(reader.int32_array(_flexible), 'IsrNodes')
         offline_replicas = _p.not_null(reader.int32_array(_flexible), 'OfflineReplicas') if version >= 5 else []
@@ -133,11 +142,10 @@ class MetadataResponsePartition(_m.Struct):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 9
-        writer.int16(self.error_code)
-        writer.int32(self.partition_index)
-        writer.int32(self.leader_id)
         if version >= 7:
-            writer.int32(self.leader_epoch)
+            writer.buf += _FIXED_hiii.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
+        else:
+            writer.buf += _FIXED_hii.pack(self.error_code, self.partition_index, self.leader_id)
         writer.int32_array(self.replica_nodes, _flexible)
         writer.int32_array(self.isr_nodes, _flexible)
         if version >= 5:

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iq = _struct.Struct('>iq')
 
 
 class OffsetCommitRequestPartition(_m.Struct):
@@ -53,8 +58,8 @@ class OffsetCommitRequestPartition(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> OffsetCommitRequestPartition:
         _flexible = version >= 8
-        partition_index = reader.int32()
-        committed_offset = reader.int64()
+        partition_index, committed_offset = _FIXED_iq.unpack_from(reader.view, reader.pos)
+        reader.pos += 12
         committed_leader_epoch = reader.int32() if version >= 6 else -1
         commit_timestamp = reader.int64() if 1 <= version <= 1 else -1
         committed_metadata = reader.nullable_string(_flexible)
@@ -63,8 +68,7 @@ class OffsetCommitRequestPartition(_m.Struct):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 8
-        writer.int32(self.partition_index)
-        writer.int64(self.committed_offset)
+        writer.buf += _FIXED_iq.pack(self.partition_index, self.committed_offset)
         if version >= 6:
             writer.int32(self.committed_leader_epoch)
         if 1 <= version <= 1:

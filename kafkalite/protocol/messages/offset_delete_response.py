@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hi = _struct.Struct('>hi')
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class OffsetDeleteResponsePartition(_m.Struct):
@@ -37,14 +43,13 @@ class OffsetDeleteResponsePartition(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> OffsetDeleteResponsePartition:
-        partition_index = reader.int32()
-        error_code = reader.int16()
+        partition_index, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         unknown_tagged_fields = None
         return cls(partition_index, error_code, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition_index)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_index, self.error_code)
 
 
 class OffsetDeleteResponseTopic(_m.Struct):
@@ -127,15 +132,14 @@ class OffsetDeleteResponse(_m.Message):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> OffsetDeleteResponse:
-        error_code = reader.int16()
-        throttle_time_ms = reader.int32()
+        error_code, throttle_time_ms = _FIXED_hi.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         topics = reader.struct_array(OffsetDeleteResponseTopic, version, False)
         unknown_tagged_fields = None
         return cls(error_code, throttle_time_ms, topics, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int16(self.error_code)
-        writer.int32(self.throttle_time_ms)
+        writer.buf += _FIXED_hi.pack(self.error_code, self.throttle_time_ms)
         writer.struct_array(self.topics, version, False)
 
 

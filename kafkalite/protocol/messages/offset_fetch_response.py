@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iq = _struct.Struct('>iq')
+_FIXED_iqi = _struct.Struct('>iqi')
 
 
 class OffsetFetchResponsePartition(_m.Struct):
@@ -53,9 +59,13 @@ class OffsetFetchResponsePartition(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> OffsetFetchResponsePartition:
         _flexible = version >= 6
-        partition_index = reader.int32()
-        committed_offset = reader.int64()
-        committed_leader_epoch = reader.int32() if version >= 5 else -1
+        if version >= 5:
+            partition_index, committed_offset, committed_leader_epoch = _FIXED_iqi.unpack_from(reader.view, reader.pos)
+            reader.pos += 16
+        else:
+            committed_leader_epoch = -1
+            partition_index, committed_offset = _FIXED_iq.unpack_from(reader.view, reader.pos)
+            reader.pos += 12
         metadata = reader.nullable_string(_flexible)
         error_code = reader.int16()
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
@@ -63,10 +73,10 @@ class OffsetFetchResponsePartition(_m.Struct):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 6
-        writer.int32(self.partition_index)
-        writer.int64(self.committed_offset)
         if version >= 5:
-            writer.int32(self.committed_leader_epoch)
+            writer.buf += _FIXED_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
+        else:
+            writer.buf += _FIXED_iq.pack(self.partition_index, self.committed_offset)
         writer.nullable_string(self.metadata, _flexible)
         writer.int16(self.error_code)
         if _flexible:
@@ -158,18 +168,15 @@ class OffsetFetchResponsePartitions(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> OffsetFetchResponsePartitions:
-        partition_index = reader.int32()
-        committed_offset = reader.int64()
-        committed_leader_epoch = reader.int32()
+        partition_index, committed_offset, committed_leader_epoch = _FIXED_iqi.unpack_from(reader.view, reader.pos)
+        reader.pos += 16
         metadata = reader.nullable_string(True)
         error_code = reader.int16()
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition_index, committed_offset, committed_leader_epoch, metadata, error_code, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition_index)
-        writer.int64(self.committed_offset)
-        writer.int32(self.committed_leader_epoch)
+        writer.buf += _FIXED_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
         writer.nullable_string(self.metadata, True)
         writer.int16(self.error_code)
         writer.tagged_fields(None, self.unknown_tagged_fields)

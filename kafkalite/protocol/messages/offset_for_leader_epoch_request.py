@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ii = _struct.Struct('>ii')
+_FIXED_iii = _struct.Struct('>iii')
 
 
 class OffsetForLeaderPartition(_m.Struct):
@@ -43,18 +49,22 @@ class OffsetForLeaderPartition(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> OffsetForLeaderPartition:
         _flexible = version >= 4
-        partition = reader.int32()
-        current_leader_epoch = reader.int32() if version >= 2 else -1
-        leader_epoch = reader.int32()
+        if version >= 2:
+            partition, current_leader_epoch, leader_epoch = _FIXED_iii.unpack_from(reader.view, reader.pos)
+            reader.pos += 12
+        else:
+            current_leader_epoch = -1
+            partition, leader_epoch = _FIXED_ii.unpack_from(reader.view, reader.pos)
+            reader.pos += 8
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition, current_leader_epoch, leader_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 4
-        writer.int32(self.partition)
         if version >= 2:
-            writer.int32(self.current_leader_epoch)
-        writer.int32(self.leader_epoch)
+            writer.buf += _FIXED_iii.pack(self.partition, self.current_leader_epoch, self.leader_epoch)
+        else:
+            writer.buf += _FIXED_ii.pack(self.partition, self.leader_epoch)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hiiq = _struct.Struct('>hiiq')
+_FIXED_hiq = _struct.Struct('>hiq')
 
 
 class EpochEndOffset(_m.Struct):
@@ -48,20 +54,22 @@ class EpochEndOffset(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> EpochEndOffset:
         _flexible = version >= 4
-        error_code = reader.int16()
-        partition = reader.int32()
-        leader_epoch = reader.int32() if version >= 1 else -1
-        end_offset = reader.int64()
+        if version >= 1:
+            error_code, partition, leader_epoch, end_offset = _FIXED_hiiq.unpack_from(reader.view, reader.pos)
+            reader.pos += 18
+        else:
+            leader_epoch = -1
+            error_code, partition, end_offset = _FIXED_hiq.unpack_from(reader.view, reader.pos)
+            reader.pos += 14
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(error_code, partition, leader_epoch, end_offset, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 4
-        writer.int16(self.error_code)
-        writer.int32(self.partition)
         if version >= 1:
-            writer.int32(self.leader_epoch)
-        writer.int64(self.end_offset)
+            writer.buf += _FIXED_hiiq.pack(self.error_code, self.partition, self.leader_epoch, self.end_offset)
+        else:
+            writer.buf += _FIXED_hiq.pack(self.error_code, self.partition, self.end_offset)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hi = _struct.Struct('>hi')
 
 
 class PartitionProduceData(_m.Struct):
@@ -142,8 +147,8 @@ class ProduceRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> ProduceRequest:
         _flexible = version >= 9
         transactional_id = reader.nullable_string(_flexible) if version >= 3 else None
-        acks = reader.int16()
-        timeout_ms = reader.int32()
+        acks, timeout_ms = _FIXED_hi.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         topic_data = reader.struct_array(TopicProduceData, version, _flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(transactional_id, acks, timeout_ms, topic_data, unknown_tagged_fields)
@@ -152,8 +157,7 @@ class ProduceRequest(_m.Message):
         _flexible = version >= 9
         if version >= 3:
             writer.nullable_string(self.transactional_id, _flexible)
-        writer.int16(self.acks)
-        writer.int32(self.timeout_ms)
+        writer.buf += _FIXED_hi.pack(self.acks, self.timeout_ms)
         writer.struct_array(self.topic_data, version, _flexible)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)

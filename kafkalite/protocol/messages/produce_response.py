@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ihq = _struct.Struct('>ihq')
+_FIXED_ihqq = _struct.Struct('>ihqq')
+_FIXED_ihqqq = _struct.Struct('>ihqqq')
+_FIXED_ii = _struct.Struct('>ii')
 
 
 class BatchIndexAndErrorMessage(_m.Struct):
@@ -79,14 +87,13 @@ class LeaderIdAndEpoch(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> LeaderIdAndEpoch:
-        leader_id = reader.int32()
-        leader_epoch = reader.int32()
+        leader_id, leader_epoch = _FIXED_ii.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(leader_id, leader_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.leader_id)
-        writer.int32(self.leader_epoch)
+        writer.buf += _FIXED_ii.pack(self.leader_id, self.leader_epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 # The default LeaderIdAndEpoch: a tagged field equal to it is not written.
@@ -152,11 +159,18 @@ class PartitionProduceResponse(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionProduceResponse:
         _flexible = version >= 9
-        index = reader.int32()
-        error_code = reader.int16()
-        base_offset = reader.int64()
-        log_append_time_ms = reader.int64() if version >= 2 else -1
-        log_start_offset = reader.int64() if version >= 5 else -1
+        if version >= 5:
+            index, error_code, base_offset, log_append_time_ms, log_start_offset = _FIXED_ihqqq.unpack_from(reader.view, reader.pos)
+            reader.pos += 30
+        elif version >= 2:
+            log_start_offset = -1
+            index, error_code, base_offset, log_append_time_ms = _FIXED_ihqq.unpack_from(reader.view, reader.pos)
+            reader.pos += 22
+        else:
+            log_append_time_ms = -1
+            log_start_offset = -1
+            index, error_code, base_offset = _FIXED_ihq.unpack_from(reader.view, reader.pos)
+            reader.pos += 14
         record_errors = reader.struct_array(BatchIndexAndErrorMessage, version, _flexible) if version >= 8 else []
         error_message = reader.nullable_string(_flexible) if version >= 8 else None
         current_leader = LeaderIdAndEpoch()
@@ -171,13 +185,12 @@ class PartitionProduceResponse(_m.Struct):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 9
-        writer.int32(self.index)
-        writer.int16(self.error_code)
-        writer.int64(self.base_offset)
-        if version >= 2:
-            writer.int64(self.log_append_time_ms)
         if version >= 5:
-            writer.int64(self.log_start_offset)
+            writer.buf += _FIXED_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
+        elif version >= 2:
+            writer.buf += _FIXED_ihqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
+        else:
+            writer.buf += _FIXED_ihq.pack(self.index, self.error_code, self.base_offset)
         if version >= 8:
             writer.struct_array(self.record_errors, version, _flexible)
         if version >= 8:

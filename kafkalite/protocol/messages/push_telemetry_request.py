@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iob = _struct.Struct('>i?b')
 
 
 class PushTelemetryRequest(_m.Message):
@@ -63,18 +68,15 @@ class PushTelemetryRequest(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PushTelemetryRequest:
         client_instance_id = reader.uuid()
-        subscription_id = reader.int32()
-        terminating = reader.bool_()
-        compression_type = reader.int8()
+        subscription_id, terminating, compression_type = _FIXED_iob.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         metrics = reader.bytes_(True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(client_instance_id, subscription_id, terminating, compression_type, metrics, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.uuid(self.client_instance_id)
-        writer.int32(self.subscription_id)
-        writer.bool_(self.terminating)
-        writer.int8(self.compression_type)
+        writer.buf += _FIXED_iob.pack(self.subscription_id, self.terminating, self.compression_type)
         writer.bytes_(self.metrics, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,11 +3,18 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_iq = _struct.Struct('>iq')
+_FIXED_qqbh = _struct.Struct('>qqbh')
 
 
 class StateBatch(_m.Struct):
@@ -48,18 +55,13 @@ class StateBatch(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> StateBatch:
-        first_offset = reader.int64()
-        last_offset = reader.int64()
-        delivery_state = reader.int8()
-        delivery_count = reader.int16()
+        first_offset, last_offset, delivery_state, delivery_count = _FIXED_qqbh.unpack_from(reader.view, reader.pos)
+        reader.pos += 19
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(first_offset, last_offset, delivery_state, delivery_count, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int64(self.first_offset)
-        writer.int64(self.last_offset)
-        writer.int8(self.delivery_state)
-        writer.int16(self.delivery_count)
+        writer.buf += _FIXED_qqbh.pack(self.first_offset, self.last_offset, self.delivery_state, self.delivery_count)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 
@@ -111,21 +113,19 @@ class PartitionResult(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionResult:
-        partition = reader.int32()
-        error_code = reader.int16()
+        partition, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
-        state_epoch = reader.int32()
-        start_offset = reader.int64()
+        state_epoch, start_offset = _FIXED_iq.unpack_from(reader.view, reader.pos)
+        reader.pos += 12
         state_batches = reader.struct_array(StateBatch, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition, error_code, error_message, state_epoch, start_offset, state_batches, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition, self.error_code)
         writer.nullable_string(self.error_message, True)
-        writer.int32(self.state_epoch)
-        writer.int64(self.start_offset)
+        writer.buf += _FIXED_iq.pack(self.state_epoch, self.start_offset)
         writer.struct_array(self.state_batches, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ii = _struct.Struct('>ii')
 
 
 class PartitionData(_m.Struct):
@@ -38,14 +43,13 @@ class PartitionData(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionData:
-        partition = reader.int32()
-        leader_epoch = reader.int32()
+        partition, leader_epoch = _FIXED_ii.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition, leader_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition)
-        writer.int32(self.leader_epoch)
+        writer.buf += _FIXED_ii.pack(self.partition, self.leader_epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_hhi = _struct.Struct('>hhi')
 
 
 class RequestHeader(_m.Message):
@@ -57,18 +62,15 @@ class RequestHeader(_m.Message):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> RequestHeader:
         _flexible = version >= 2
-        request_api_key = reader.int16()
-        request_api_version = reader.int16()
-        correlation_id = reader.int32()
+        request_api_key, request_api_version, correlation_id = _FIXED_hhi.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         client_id = reader.nullable_string(False) if version >= 1 else ''
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(request_api_key, request_api_version, correlation_id, client_id, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 2
-        writer.int16(self.request_api_key)
-        writer.int16(self.request_api_version)
-        writer.int32(self.correlation_id)
+        writer.buf += _FIXED_hhi.pack(self.request_api_key, self.request_api_version, self.correlation_id)
         if version >= 1:
             writer.nullable_string(self.client_id, False)
         if _flexible:

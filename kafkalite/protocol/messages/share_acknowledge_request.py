@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_io = _struct.Struct('>i?')
+_FIXED_qq = _struct.Struct('>qq')
 
 
 class AcknowledgementBatch(_m.Struct):
@@ -43,15 +49,14 @@ class AcknowledgementBatch(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AcknowledgementBatch:
-        first_offset = reader.int64()
-        last_offset = reader.int64()
+        first_offset, last_offset = _FIXED_qq.unpack_from(reader.view, reader.pos)
+        reader.pos += 16
         acknowledge_types = _p.not_null(reader.int8_array(True), 'AcknowledgeTypes')
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(first_offset, last_offset, acknowledge_types, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int64(self.first_offset)
-        writer.int64(self.last_offset)
+        writer.buf += _FIXED_qq.pack(self.first_offset, self.last_offset)
         writer.int8_array(self.acknowledge_types, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -188,8 +193,12 @@ class ShareAcknowledgeRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> ShareAcknowledgeRequest:
         group_id = reader.nullable_string(True)
         member_id = reader.nullable_string(True)
-        share_session_epoch = reader.int32()
-        is_renew_ack = reader.bool_() if version >= 2 else False
+        if version >= 2:
+            share_session_epoch, is_renew_ack = _FIXED_io.unpack_from(reader.view, reader.pos)
+            reader.pos += 5
+        else:
+            is_renew_ack = False
+            share_session_epoch = reader.int32()
         topics = reader.struct_array(AcknowledgeTopic, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(group_id, member_id, share_session_epoch, is_renew_ack, topics, unknown_tagged_fields)
@@ -197,9 +206,10 @@ class ShareAcknowledgeRequest(_m.Message):
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.nullable_string(self.group_id, True)
         writer.nullable_string(self.member_id, True)
-        writer.int32(self.share_session_epoch)
         if version >= 2:
-            writer.bool_(self.is_renew_ack)
+            writer.buf += _FIXED_io.pack(self.share_session_epoch, self.is_renew_ack)
+        else:
+            writer.int32(self.share_session_epoch)
         writer.struct_array(self.topics, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

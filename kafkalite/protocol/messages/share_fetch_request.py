@@ -3,11 +3,18 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iiiiii = _struct.Struct('>iiiiii')
+_FIXED_iiiiiibo = _struct.Struct('>iiiiiib?')
+_FIXED_qq = _struct.Struct('>qq')
 
 
 class AcknowledgementBatch(_m.Struct):
@@ -43,15 +50,14 @@ class AcknowledgementBatch(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AcknowledgementBatch:
-        first_offset = reader.int64()
-        last_offset = reader.int64()
+        first_offset, last_offset = _FIXED_qq.unpack_from(reader.view, reader.pos)
+        reader.pos += 16
         acknowledge_types = _p.not_null(reader.int8_array(True), 'AcknowledgeTypes')
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(first_offset, last_offset, acknowledge_types, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int64(self.first_offset)
-        writer.int64(self.last_offset)
+        writer.buf += _FIXED_qq.pack(self.first_offset, self.last_offset)
         writer.int8_array(self.acknowledge_types, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
@@ -268,14 +274,14 @@ class ShareFetchRequest(_m.Message):
     def read(cls, reader: _p.Reader, version: int) -> ShareFetchRequest:
         group_id = reader.nullable_string(True)
         member_id = reader.nullable_string(True)
-        share_session_epoch = reader.int32()
-        max_wait_ms = reader.int32()
-        min_bytes = reader.int32()
-        max_bytes = reader.int32()
-        max_records = reader.int32()
-        batch_size = reader.int32()
-        share_acquire_mode = reader.int8() if version >= 2 else 0
-        is_renew_ack = reader.bool_() if version >= 2 else False
+        if version >= 2:
+            share_session_epoch, max_wait_ms, min_bytes, max_bytes, max_records, batch_size, share_acquire_mode, is_renew_ack = _FIXED_iiiiiibo.unpack_from(reader.view, reader.pos)
+            reader.pos += 26
+        else:
+            share_acquire_mode = 0
+            is_renew_ack = False
+            share_session_epoch, max_wait_ms, min_bytes, max_bytes, max_records, batch_size = _FIXED_iiiiii.unpack_from(reader.view, reader.pos)
+            reader.pos += 24
         topics = reader.struct_array(FetchTopic, version, True)
         forgotten_topics_data = reader.struct_array(ForgottenTopic, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
@@ -284,16 +290,10 @@ class ShareFetchRequest(_m.Message):
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.nullable_string(self.group_id, True)
         writer.nullable_string(self.member_id, True)
-        writer.int32(self.share_session_epoch)
-        writer.int32(self.max_wait_ms)
-        writer.int32(self.min_bytes)
-        writer.int32(self.max_bytes)
-        writer.int32(self.max_records)
-        writer.int32(self.batch_size)
         if version >= 2:
-            writer.int8(self.share_acquire_mode)
-        if version >= 2:
-            writer.bool_(self.is_renew_ack)
+            writer.buf += _FIXED_iiiiiibo.pack(self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.max_records, self.batch_size, self.share_acquire_mode, self.is_renew_ack)
+        else:
+            writer.buf += _FIXED_iiiiii.pack(self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.max_records, self.batch_size)
         writer.struct_array(self.topics, version, True)
         writer.struct_array(self.forgotten_topics_data, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)

@@ -3,11 +3,18 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_ii = _struct.Struct('>ii')
+_FIXED_qqh = _struct.Struct('>qqh')
 
 
 class LeaderIdAndEpoch(_m.Struct):
@@ -38,14 +45,13 @@ class LeaderIdAndEpoch(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> LeaderIdAndEpoch:
-        leader_id = reader.int32()
-        leader_epoch = reader.int32()
+        leader_id, leader_epoch = _FIXED_ii.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(leader_id, leader_epoch, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.leader_id)
-        writer.int32(self.leader_epoch)
+        writer.buf += _FIXED_ii.pack(self.leader_id, self.leader_epoch)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 
@@ -82,16 +88,13 @@ class AcquiredRecords(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> AcquiredRecords:
-        first_offset = reader.int64()
-        last_offset = reader.int64()
-        delivery_count = reader.int16()
+        first_offset, last_offset, delivery_count = _FIXED_qqh.unpack_from(reader.view, reader.pos)
+        reader.pos += 18
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(first_offset, last_offset, delivery_count, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int64(self.first_offset)
-        writer.int64(self.last_offset)
-        writer.int16(self.delivery_count)
+        writer.buf += _FIXED_qqh.pack(self.first_offset, self.last_offset, self.delivery_count)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 
@@ -153,8 +156,8 @@ class PartitionData(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionData:
-        partition_index = reader.int32()
-        error_code = reader.int16()
+        partition_index, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         acknowledge_error_code = reader.int16()
         acknowledge_error_message = reader.nullable_string(True)
@@ -165,8 +168,7 @@ class PartitionData(_m.Struct):
         return cls(partition_index, error_code, error_message, acknowledge_error_code, acknowledge_error_message, current_leader, records, acquired_records, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition_index)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_index, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.int16(self.acknowledge_error_code)
         writer.nullable_string(self.acknowledge_error_message, True)
@@ -325,8 +327,8 @@ class ShareFetchResponse(_m.Message):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ShareFetchResponse:
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
+        throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         acquisition_lock_timeout_ms = reader.int32()
         responses = reader.struct_array(ShareFetchableTopicResponse, version, True)
@@ -335,8 +337,7 @@ class ShareFetchResponse(_m.Message):
         return cls(throttle_time_ms, error_code, error_message, acquisition_lock_timeout_ms, responses, node_endpoints, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.int32(self.acquisition_lock_timeout_ms)
         writer.struct_array(self.responses, version, True)

@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
+_FIXED_ii = _struct.Struct('>ii')
 
 
 class TopicPartitions(_m.Struct):
@@ -143,23 +149,21 @@ class ShareGroupHeartbeatResponse(_m.Message):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> ShareGroupHeartbeatResponse:
-        throttle_time_ms = reader.int32()
-        error_code = reader.int16()
+        throttle_time_ms, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         error_message = reader.nullable_string(True)
         member_id = reader.nullable_string(True)
-        member_epoch = reader.int32()
-        heartbeat_interval_ms = reader.int32()
+        member_epoch, heartbeat_interval_ms = _FIXED_ii.unpack_from(reader.view, reader.pos)
+        reader.pos += 8
         assignment = reader.nullable_struct(Assignment, version)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(throttle_time_ms, error_code, error_message, member_id, member_epoch, heartbeat_interval_ms, assignment, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.throttle_time_ms)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.throttle_time_ms, self.error_code)
         writer.nullable_string(self.error_message, True)
         writer.nullable_string(self.member_id, True)
-        writer.int32(self.member_epoch)
-        writer.int32(self.heartbeat_interval_ms)
+        writer.buf += _FIXED_ii.pack(self.member_epoch, self.heartbeat_interval_ms)
         writer.nullable_struct(self.assignment, version)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iq = _struct.Struct('>iq')
+_FIXED_iqi = _struct.Struct('>iqi')
+_FIXED_qh = _struct.Struct('>qh')
+_FIXED_qhi = _struct.Struct('>qhi')
 
 
 class TxnOffsetCommitRequestPartition(_m.Struct):
@@ -48,19 +56,23 @@ class TxnOffsetCommitRequestPartition(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> TxnOffsetCommitRequestPartition:
         _flexible = version >= 3
-        partition_index = reader.int32()
-        committed_offset = reader.int64()
-        committed_leader_epoch = reader.int32() if version >= 2 else -1
+        if version >= 2:
+            partition_index, committed_offset, committed_leader_epoch = _FIXED_iqi.unpack_from(reader.view, reader.pos)
+            reader.pos += 16
+        else:
+            committed_leader_epoch = -1
+            partition_index, committed_offset = _FIXED_iq.unpack_from(reader.view, reader.pos)
+            reader.pos += 12
         committed_metadata = reader.nullable_string(_flexible)
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition_index, committed_offset, committed_leader_epoch, committed_metadata, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 3
-        writer.int32(self.partition_index)
-        writer.int64(self.committed_offset)
         if version >= 2:
-            writer.int32(self.committed_leader_epoch)
+            writer.buf += _FIXED_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
+        else:
+            writer.buf += _FIXED_iq.pack(self.partition_index, self.committed_offset)
         writer.nullable_string(self.committed_metadata, _flexible)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
@@ -178,9 +190,13 @@ class TxnOffsetCommitRequest(_m.Message):
         _flexible = version >= 3
         transactional_id = reader.string(_flexible)
         group_id = reader.string(_flexible)
-        producer_id = reader.int64()
-        producer_epoch = reader.int16()
-        generation_id = reader.int32() if version >= 3 else -1
+        if version >= 3:
+            producer_id, producer_epoch, generation_id = _FIXED_qhi.unpack_from(reader.view, reader.pos)
+            reader.pos += 14
+        else:
+            generation_id = -1
+            producer_id, producer_epoch = _FIXED_qh.unpack_from(reader.view, reader.pos)
+            reader.pos += 10
         member_id = reader.string(_flexible) if version >= 3 else ''
         group_instance_id = reader.nullable_string(_flexible) if version >= 3 else None
         topics = reader.struct_array(TxnOffsetCommitRequestTopic, version, _flexible)
@@ -191,10 +207,10 @@ class TxnOffsetCommitRequest(_m.Message):
         _flexible = version >= 3
         writer.string(self.transactional_id, _flexible)
         writer.string(self.group_id, _flexible)
-        writer.int64(self.producer_id)
-        writer.int16(self.producer_epoch)
         if version >= 3:
-            writer.int32(self.generation_id)
+            writer.buf += _FIXED_qhi.pack(self.producer_id, self.producer_epoch, self.generation_id)
+        else:
+            writer.buf += _FIXED_qh.pack(self.producer_id, self.producer_epoch)
         if version >= 3:
             writer.string(self.member_id, _flexible)
         if version >= 3:

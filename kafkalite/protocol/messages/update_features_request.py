@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ho = _struct.Struct('>h?')
+_FIXED_hb = _struct.Struct('>hb')
 
 
 class FeatureUpdateKey(_m.Struct):
@@ -48,19 +54,23 @@ class FeatureUpdateKey(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> FeatureUpdateKey:
         feature = reader.string(True)
-        max_version_level = reader.int16()
-        allow_downgrade = reader.bool_() if version <= 0 else False
-        upgrade_type = reader.int8() if version >= 1 else 1
+        if version >= 1:
+            allow_downgrade = False
+            max_version_level, upgrade_type = _FIXED_hb.unpack_from(reader.view, reader.pos)
+            reader.pos += 3
+        else:
+            upgrade_type = 1
+            max_version_level, allow_downgrade = _FIXED_ho.unpack_from(reader.view, reader.pos)
+            reader.pos += 3
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(feature, max_version_level, allow_downgrade, upgrade_type, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         writer.string(self.feature, True)
-        writer.int16(self.max_version_level)
-        if version <= 0:
-            writer.bool_(self.allow_downgrade)
         if version >= 1:
-            writer.int8(self.upgrade_type)
+            writer.buf += _FIXED_hb.pack(self.max_version_level, self.upgrade_type)
+        else:
+            writer.buf += _FIXED_ho.pack(self.max_version_level, self.allow_downgrade)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 

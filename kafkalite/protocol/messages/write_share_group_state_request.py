@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 import uuid as _uuid
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_iiiq = _struct.Struct('>iiiq')
+_FIXED_qqbh = _struct.Struct('>qqbh')
 
 
 class StateBatch(_m.Struct):
@@ -48,18 +54,13 @@ class StateBatch(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> StateBatch:
-        first_offset = reader.int64()
-        last_offset = reader.int64()
-        delivery_state = reader.int8()
-        delivery_count = reader.int16()
+        first_offset, last_offset, delivery_state, delivery_count = _FIXED_qqbh.unpack_from(reader.view, reader.pos)
+        reader.pos += 19
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(first_offset, last_offset, delivery_state, delivery_count, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int64(self.first_offset)
-        writer.int64(self.last_offset)
-        writer.int8(self.delivery_state)
-        writer.int16(self.delivery_count)
+        writer.buf += _FIXED_qqbh.pack(self.first_offset, self.last_offset, self.delivery_state, self.delivery_count)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 
 
@@ -106,19 +107,14 @@ class PartitionData(_m.Struct):
 
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> PartitionData:
-        partition = reader.int32()
-        state_epoch = reader.int32()
-        leader_epoch = reader.int32()
-        start_offset = reader.int64()
+        partition, state_epoch, leader_epoch, start_offset = _FIXED_iiiq.unpack_from(reader.view, reader.pos)
+        reader.pos += 20
         state_batches = reader.struct_array(StateBatch, version, True)
         unknown_tagged_fields = reader.skip_tagged_fields()
         return cls(partition, state_epoch, leader_epoch, start_offset, state_batches, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
-        writer.int32(self.partition)
-        writer.int32(self.state_epoch)
-        writer.int32(self.leader_epoch)
-        writer.int64(self.start_offset)
+        writer.buf += _FIXED_iiiq.pack(self.partition, self.state_epoch, self.leader_epoch, self.start_offset)
         writer.struct_array(self.state_batches, version, True)
         writer.tagged_fields(None, self.unknown_tagged_fields)
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_qho = _struct.Struct('>qh?')
 
 
 class WritableTxnMarkerTopic(_m.Struct):
@@ -95,9 +100,8 @@ class WritableTxnMarker(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> WritableTxnMarker:
         _flexible = version >= 1
-        producer_id = reader.int64()
-        producer_epoch = reader.int16()
-        transaction_result = reader.bool_()
+        producer_id, producer_epoch, transaction_result = _FIXED_qho.unpack_from(reader.view, reader.pos)
+        reader.pos += 11
         topics = reader.struct_array(WritableTxnMarkerTopic, version, _flexible)
         coordinator_epoch = reader.int32()
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
@@ -105,9 +109,7 @@ class WritableTxnMarker(_m.Struct):
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 1
-        writer.int64(self.producer_id)
-        writer.int16(self.producer_epoch)
-        writer.bool_(self.transaction_result)
+        writer.buf += _FIXED_qho.pack(self.producer_id, self.producer_epoch, self.transaction_result)
         writer.struct_array(self.topics, version, _flexible)
         writer.int32(self.coordinator_epoch)
         if _flexible:

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import struct as _struct
 import typing as _t
 
 from kafkalite.protocol import message as _m
 from kafkalite.protocol import primitives as _p
+
+# Runs of consecutive fixed-size fields, each read or written with one call (big-endian;
+# b int8, h int16, H uint16, i int32, q int64, d float64, ? bool; o in a name stands for ?).
+_FIXED_ih = _struct.Struct('>ih')
 
 
 class WritableTxnMarkerPartitionResult(_m.Struct):
@@ -38,15 +43,14 @@ class WritableTxnMarkerPartitionResult(_m.Struct):
     @classmethod
     def read(cls, reader: _p.Reader, version: int) -> WritableTxnMarkerPartitionResult:
         _flexible = version >= 1
-        partition_index = reader.int32()
-        error_code = reader.int16()
+        partition_index, error_code = _FIXED_ih.unpack_from(reader.view, reader.pos)
+        reader.pos += 6
         unknown_tagged_fields = reader.skip_tagged_fields() if _flexible else None
         return cls(partition_index, error_code, unknown_tagged_fields)
 
     def write(self, writer: _p.Writer, version: int) -> None:
         _flexible = version >= 1
-        writer.int32(self.partition_index)
-        writer.int16(self.error_code)
+        writer.buf += _FIXED_ih.pack(self.partition_index, self.error_code)
         if _flexible:
             writer.tagged_fields(None, self.unknown_tagged_fields)
 
