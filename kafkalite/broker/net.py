@@ -292,6 +292,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                             pass
                         else:
                             self._scratch.give_back(body)
+        except (ImportError, OSError) as exc:
+            # What serving an API needs is imported on its first request (or by the warm-up after the
+            # start); with no descriptor left to open a module, the request cannot be read or answered.
+            log.error("closing connection from %s: cannot load what serving its request needs: %s", self.who, exc)
+            self.close()
         finally:
             run_after_dispatch()  # long polls the requests just read completed, answered now
             self._uncork()
