@@ -30,17 +30,17 @@ def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path,
     orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
     audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
     commit = GroupCommit(log_manager.background)
-    fsynced: list[int] = []  # the inode of each file fsynced
+    fsynced: list[int] = []  # the inode of each file synced
     during_fsync: list[Callable[[], None]] = []
-    real_fsync = os.fsync
+    real_fdatasync = os.fdatasync
 
-    def fsync(fd: int) -> None:
+    def fdatasync(fd: int) -> None:
         fsynced.append(os.fstat(fd).st_ino)
         while during_fsync:
             during_fsync.pop(0)()
-        real_fsync(fd)
+        real_fdatasync(fd)
 
-    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
 
     async def scenario() -> None:
         orders.append(make_batch(1), T0)
@@ -63,14 +63,19 @@ def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path,
         assert not any(future.done() for future in first)  # fsynced, released back on the loop
         then(None)
         assert all(future.done() and future.result() is None for future in first)
-        assert orders.recovery_point == 2  # what the first round decided: not the bytes that came during it
+        assert orders.durable_offset == 2  # what the first round decided: not the bytes that came during it
+        assert orders.recovery_point == 0  # the indexes were not synced: recovery validates from 0
         assert not any(future.done() for future in later)
         fsynced.clear()
         runner.run_all()
-        # The three answers cost one fsync of each file of the two logs.
-        assert fsynced and len(fsynced) == len(set(fsynced))
+        # The three answers cost one fdatasync of each .log file of the two logs and of their directories
+        # (new segment files must stay found; orders' directory sync had not completed when they asked),
+        # and no index file.
+        synced = {os.stat(path).st_ino for path in (*(tmp_path / "orders-0").glob("*.log"), tmp_path / "orders-0",
+                                                    *(tmp_path / "audit-0").glob("*.log"), tmp_path / "audit-0")}
+        assert sorted(fsynced) == sorted(synced)
         assert all(future.done() and future.result() is None for future in later)
-        assert (orders.recovery_point, audit.recovery_point) == (3, 1)
+        assert (orders.durable_offset, audit.durable_offset) == (3, 1)
         # Nothing new: durable already, answered without a round.
         again = commit.durable(orders)
         assert again.done() and again.result() is None and commit.rounds == 2
@@ -97,19 +102,23 @@ def test_a_failed_fsync_reaches_only_its_logs_answers(tmp_path: Path, monkeypatc
         second = commit.durable(audit)
         assert commit.rounds == 1
         failing = OSError(5, "Input/output error")
-        real_fsync = os.fsync
+        real_fdatasync = os.fdatasync
         audit_files = {os.stat(path).st_ino for path in (tmp_path / "audit-0").iterdir()}
 
         def broken(fd: int) -> None:
             if os.fstat(fd).st_ino in audit_files:
                 raise failing
-            real_fsync(fd)
+            real_fdatasync(fd)
 
-        monkeypatch.setattr(os, "fsync", broken)
+        monkeypatch.setattr(os, "fdatasync", broken)
         runner.run_all()
-        assert first.result() is None and orders.recovery_point == 1
+        assert first.result() is None and orders.durable_offset == 1
         assert second.result() is failing
-        assert audit.recovery_point == 0  # not durable: nothing moved
+        assert audit.durable_offset == 0  # not durable: nothing moved
+        retry = commit.durable(audit)  # asked again: the same file is synced again
+        monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+        runner.run_all()
+        assert retry.result() is None and audit.durable_offset == 1
 
     asyncio.run(scenario())
     monkeypatch.undo()

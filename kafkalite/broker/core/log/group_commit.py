@@ -9,7 +9,14 @@ log room's :class:`~kafkalite.broker.core.log.background.Background` (the server
 
 * ``durable(log)`` asks that everything appended to ``log`` so far be made durable, and returns a
   future that gets None once it is, or the ``OSError`` that stopped it. The bytes are in the file
-  already (the append wrote them); what is left is an fsync that starts after now.
+  already (the append wrote them); what is left is a sync that starts after now. Only the records
+  must survive a power loss before the answer: a round syncs the ``.log`` files above the log's
+  durable offset with ``fdatasync`` (and the partition directory after a roll), never the index
+  files, and moves the durable offset, never the recovery point (``prepare_flush(records_only=True)``).
+  Recovery after a crash validates and re-indexes everything above the recovery point, so indexes
+  that a power loss cut short cost a longer recovery, not a record; the periodic flushes (a rolled
+  segment, ``flush.ms``) sync the indexes and move the recovery point as without flush.on.ack, and
+  no checkpoint file is written for a round.
 * The request joins the *open* round, the one handed to the I/O thread whose fsyncs have not
   started: its log's flush is decided again on the loop (``prepare_flush``, up to the log end offset
   now, with fresh duplicate descriptors; the one it replaces is discarded). With no open round, a new
@@ -17,11 +24,11 @@ log room's :class:`~kafkalite.broker.core.log.background.Background` (the server
   joins the next round, which starts as soon as the running one ends, on the I/O thread itself,
   without waiting for the loop, and fsyncs each of its logs once however many answers wait on it.
 * The round's job marks it started (under its lock, so a request either joined before or makes the
-  next round), fsyncs log after log, and back on the loop ``complete_flush`` moves each recovery
-  point and every future of the round is resolved together; a failed fsync reaches only the answers
+  next round), syncs log after log, and back on the loop ``complete_flush`` moves each durable
+  offset and every future of the round is resolved together; a failed fsync reaches only the answers
   of that log.
 
-A log whose ``prepare_flush`` finds nothing above the recovery point is durable already: its future
+A log whose ``prepare_flush`` finds nothing above its durable offset is durable already: its future
 is resolved at once. State is touched on the event loop only; the job touches its round (under the
 lock) and the descriptors ``prepare_flush`` duplicated for it.
 """
@@ -82,7 +89,7 @@ class GroupCommit:
     def _add(self, joining: _Round, partition_log: PartitionLog, future: Durable) -> bool:
         """Put the log's flush, decided now, in the round; False when nothing is left to fsync."""
         try:
-            pending = partition_log.prepare_flush()
+            pending = partition_log.prepare_flush(records_only=True)
         except OSError as exc:  # its files went (a deleted topic) or cannot be reopened
             future.set_result(exc)
             return False
