@@ -124,3 +124,63 @@ def test_a_failed_fsync_reaches_only_its_logs_answers(tmp_path: Path, monkeypatc
     monkeypatch.undo()
     log_manager.background.runner = None
     log_manager.close()
+
+
+def test_rounds_overlap_on_the_commit_threads_and_each_answer_waits_for_its_own_sync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two commit threads a round handed over while another's sync is in the kernel starts at
+    once; an answer is released only by a sync that started after its append, whichever ends first."""
+    import threading
+
+    log_manager = LogManager(tmp_path, LogConfig())
+    log_manager.open(now_ms=T0)
+    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    orders.flush(T0)
+    real_fdatasync = os.fdatasync
+    started: list[threading.Event] = [threading.Event(), threading.Event()]
+    release: list[threading.Event] = [threading.Event(), threading.Event()]
+    calls: list[int] = []
+    lock = threading.Lock()
+
+    def fdatasync(fd: int) -> None:
+        with lock:
+            number = len(calls)
+            calls.append(number)
+        if number < 2:
+            started[number].set()
+            assert release[number].wait(10)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+
+    async def until(condition: Callable[[], bool]) -> None:
+        deadline = asyncio.get_running_loop().time() + 10
+        while not condition():
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.001)
+
+    async def scenario() -> None:
+        commit = GroupCommit(log_manager.background)
+        commit.use_threads(asyncio.get_running_loop(), 2)
+        try:
+            orders.append(make_batch(1), T0)
+            first = commit.durable(orders)
+            await until(started[0].is_set)  # the first round's sync is in the kernel
+            orders.append(make_batch(1), T0)
+            second = commit.durable(orders)
+            await until(started[1].is_set)  # the second round started beside it, not after it
+            assert commit.rounds == 2
+            release[1].set()  # the later sync ends first: only its own answer goes
+            await second
+            assert second.result() is None and not first.done()
+            assert orders.durable_offset == 2 and orders.recovery_point == 0
+            release[0].set()
+            assert await first is None
+            assert orders.durable_offset == 2
+        finally:
+            release[0].set()
+            release[1].set()
+            commit.close()
+
+    asyncio.run(scenario())
+    log_manager.close()

@@ -555,7 +555,8 @@ class LogManager:
 
     def close(self, clean: bool = True) -> None:
         """Close every log. ``clean``: flush each (``_flush_for_close``), checkpoint, then write the
-        clean-shutdown marker."""
+        clean-shutdown marker. The flush.on.ack rounds running finish first."""
+        self.group_commit.close()
         if clean:
             self._flush_for_close()
         for partition_log in self.logs.values():
