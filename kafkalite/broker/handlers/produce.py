@@ -130,7 +130,7 @@ def _answer_when_durable(written: list[tuple[Partition, PartitionProduceResponse
                          group_commit: GroupCommit) -> ProduceResponse | DelayedAnswer:
     """Answer once every partition written by this request is synced to disk.
 
-    The syncs are the log room's group commit (``core/log/group_commit.py``): one round on its threads
+    The syncs are the log room's group commit (``core/log/group_commit.py``): one round on its thread
     covers every request waiting at the time, and completes this answer from the round's end, in the
     same loop step (a ``DelayedAnswer``: no task). A partition whose sync fails is answered
     KAFKA_STORAGE_ERROR: its batch is in the log but not known durable, so it is not acknowledged (a

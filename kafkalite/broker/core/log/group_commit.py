@@ -5,7 +5,7 @@ Theory of operation
 An ``acks=all`` answer with ``log.flush.on.ack=true`` may leave only once the bytes it acknowledges
 are durable. One fsync per request would queue the requests behind one another on the disk; instead
 the requests that wait at the same time share the fsyncs, in *rounds*, run in a server by
-:class:`CommitThreads` (threads of their own, so a round never waits behind the checkpoints and
+:class:`CommitThreads` (a thread of its own by default, so a round never waits behind the checkpoints and
 snapshots of the log room's I/O thread; elsewhere by the log room's
 :class:`~kafkalite.broker.core.log.background.Background`):
 
@@ -23,14 +23,17 @@ snapshots of the log room's I/O thread; elsewhere by the log room's
 * The request joins the *open* round, the one handed over whose syncs have not started: its log's
   flush is decided again on the loop (``prepare_flush``, up to the log end offset now, with fresh
   duplicate descriptors; the one it replaces is discarded). With no open round, a new one is made
-  and handed over at once. Rounds overlap: with ``COMMIT_THREADS`` threads, a round handed over while
-  another's fdatasync is in the kernel starts at once on a free thread (the kernel joins syncs of
-  the same file to one journal commit where it can); only when every thread is busy does the open
-  round wait, gathering every request that arrives, and it starts as soon as a thread is free,
-  without waiting for the loop, syncing each of its logs once however many answers wait on it. A
-  file whose sync is still running in an earlier round is synced again by a later one (a segment
-  hands out its file until a sync of it has *completed*), so no answer leaves before its own bytes
-  are durable, whichever round ends first.
+  and handed over at once. With more than one thread, rounds overlap: a round handed over while
+  another's fdatasync is in the kernel starts at once on a free thread; only when every thread is
+  busy does the open round wait, gathering every request that arrives, and it starts as soon as a
+  thread is free, without waiting for the loop, syncing each of its logs once however many answers
+  wait on it. A file whose sync is still running in an earlier round is synced again by a later one
+  (a segment hands out its file until a sync of it has *completed*), so no answer leaves before its
+  own bytes are durable, whichever round ends first. ``COMMIT_THREADS`` is 1: on the 2-core
+  development VM two overlapping threads were 3-6x slower at 10k records/s (the rounds split into
+  more, smaller ones, each a sync and a wake-up of the loop, where one thread gathers them) and
+  no better at 1k/s beyond the noise; even when a round started beside a running one only if that
+  one answered at most two requests, bursts of requests read in one loop step made small rounds.
 * The round's job marks it started (under its lock, so a request either joined before or makes the
   next round), syncs log after log, and comes back to the loop with one ``call_soon_threadsafe``:
   ``complete_flush`` moves each durable offset and every future of the round is resolved together;
@@ -59,7 +62,7 @@ __all__ = ["COMMIT_THREADS", "CommitThreads", "GroupCommit", "Waiter"]
 Durable = asyncio.Future[OSError | None]
 Waiter = Callable[[OSError | None], None]  # told, on the loop, that the bytes are durable (None) or why not
 log = logging.getLogger("kafkalite.log")
-COMMIT_THREADS: Final = 2  # rounds that may sync at the same time
+COMMIT_THREADS: Final = 1  # rounds that may sync at the same time (see the module docstring)
 
 
 class CommitThreads:
