@@ -184,3 +184,55 @@ def test_rounds_overlap_on_the_commit_threads_and_each_answer_waits_for_its_own_
 
     asyncio.run(scenario())
     log_manager.close()
+
+
+def test_answers_joining_a_round_reuse_its_descriptors_until_a_roll(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer joining the open round extends its flush to the log end offset without duplicating
+    a descriptor; after a roll the flush is decided again, so the new segment is synced too."""
+    size = len(make_batch(1))
+    log_manager = LogManager(tmp_path, LogConfig(segment_bytes=size * 3))
+    log_manager.open(now_ms=T0)
+    runner = DeferredRunner()
+    log_manager.background.runner = runner
+    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    commit = GroupCommit(log_manager.background)
+    duplicated: list[int] = []
+    real_dup = os.dup
+
+    def dup(fd: int) -> int:
+        duplicated.append(fd)
+        return real_dup(fd)
+
+    monkeypatch.setattr(os, "dup", dup)
+    synced: list[str] = []
+    real_fdatasync = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+
+    async def scenario() -> None:
+        orders.append(make_batch(1), T0)
+        answers = [commit.durable(orders)]
+        first = len(duplicated)
+        for _ in range(2):  # the same active segment: no descriptor more
+            orders.append(make_batch(1), T0)
+            answers.append(commit.durable(orders))
+        assert len(duplicated) == first and commit.rounds == 1
+        orders.append(make_batch(1), T0)  # rolls: offset 3 is in a new segment
+        assert orders.segment_count() == 2
+        answers.append(commit.durable(orders))
+        assert len(duplicated) > first and commit.rounds == 1
+        runner.run_all()
+        assert all(answer.result() is None for answer in answers)
+        assert orders.durable_offset == 4 and orders.recovery_point == 0
+        assert sorted(name for name in synced if name.endswith(".log")) == [f"{0:020d}.log", f"{3:020d}.log"]
+        assert "orders-0" in synced  # the new segment's directory entry
+
+    asyncio.run(scenario())
+    monkeypatch.undo()
+    log_manager.background.runner = None
+    log_manager.close()

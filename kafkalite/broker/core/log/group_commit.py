@@ -21,8 +21,9 @@ snapshots of the log room's I/O thread; elsewhere by the log room's
   segment, ``flush.ms``) sync the indexes and move the recovery point as without flush.on.ack, and
   no checkpoint file is written for a round.
 * The request joins the *open* round, the one handed over whose syncs have not started: its log's
-  flush is decided again on the loop (``prepare_flush``, up to the log end offset now, with fresh
-  duplicate descriptors; the one it replaces is discarded). With no open round, a new one is made
+  flush is extended to the log end offset now (``extend_flush``: the same descriptors, as long as no
+  segment was made meanwhile; else decided again by ``prepare_flush``, with fresh descriptors, and the
+  one it replaces discarded). With no open round, a new one is made
   and handed over at once. With more than one thread, rounds overlap: a round handed over while
   another's fdatasync is in the kernel starts at once on a free thread; only when every thread is
   busy does the open round wait, gathering every request that arrives, and it starts as soon as a
@@ -154,6 +155,10 @@ class GroupCommit:
 
     def _add(self, joining: _Round, partition_log: PartitionLog, waiter: Waiter) -> bool:
         """Put the log's flush, decided now, in the round; False when nothing is left to sync."""
+        flush = joining.flushes.get(partition_log)
+        if flush is not None and partition_log.extend_flush(flush.pending):  # the same files: no new descriptors
+            flush.waiting.append(waiter)
+            return True
         try:
             pending = partition_log.prepare_flush(records_only=True)
         except OSError as exc:  # its files went (a deleted topic) or cannot be reopened
@@ -162,7 +167,6 @@ class GroupCommit:
         if pending is None:  # durable already
             waiter(None)
             return False
-        flush = joining.flushes.get(partition_log)
         if flush is None:
             joining.flushes[partition_log] = _Flush(pending, [waiter])
         else:

@@ -180,15 +180,17 @@ class PendingFlush:
     the records and the file lengths become durable, the indexes do not, so it moves the log's durable
     offset but never its recovery point."""
 
-    __slots__ = ("handles", "messages", "records_only", "synced", "target")
+    __slots__ = ("active", "handles", "messages", "records_only", "synced", "target")
 
     def __init__(self, target: int, messages: int, handles: list[int],
-                 synced: list[Callable[[], None]] | None = None, *, records_only: bool = False) -> None:
+                 synced: list[Callable[[], None]] | None = None, *, records_only: bool = False,
+                 active: LogSegment | None = None) -> None:
         self.target = target  # the recovery point (records_only: the durable offset) once these are synced
         self.messages = messages  # appended records this flush covers (for flush.messages)
         self.handles = handles
         self.synced = synced or []
         self.records_only = records_only
+        self.active = active  # records_only: the active segment, when its .log is among the handles
 
     def discard(self) -> None:
         """Close the descriptors without an fsync: this flush will not run (one decided later replaces it)."""
@@ -252,6 +254,7 @@ class PartitionLog(Protocol):
     def durable_offset(self) -> int: ...
     def prepare_flush(self, up_to_offset: int | None = None, *, records_only: bool = False,
                       ) -> PendingFlush | None: ...
+    def extend_flush(self, pending: PendingFlush) -> bool: ...
     def complete_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None: ...
     def update_config(self, config: LogConfig) -> None: ...
     def size_bytes(self) -> int: ...
@@ -680,12 +683,31 @@ class SegmentedLog(ABC):
         if target <= start:
             return None
         first = self._segment_index_for(start)
+        if records_only and target == self.log_end_offset:
+            # The active segment's .log apart, so that extend_flush knows whether it is handed out.
+            active = self._segments[-1]
+            handles, synced = self._sync_handles([segment for segment in self._segments[first:-1]], records_only=True)
+            more, done = active.prepare_sync(records_only=True)
+            handles += more
+            if done is not None:
+                synced.append(done)
+            return PendingFlush(target, 0, handles, synced, records_only=True, active=active if more else None)
         handles, synced = self._sync_handles([segment for segment in self._segments[first:]
                                               if segment.base_offset < target], records_only=records_only)
         if records_only:
             return PendingFlush(target, 0, handles, synced, records_only=True)
         return PendingFlush(target, self._unflushed_messages if target == self.log_end_offset else 0, handles,
                             synced)
+
+    def extend_flush(self, pending: PendingFlush) -> bool:
+        """Let a ``records_only`` flush that has not run yet cover the log end offset now, without new
+        descriptors: possible while the active segment is the one whose ``.log`` it holds (an fdatasync
+        covers every byte written to the file before it starts, through any descriptor). False when a
+        segment was made since (``prepare_flush`` again), or the flush holds no active ``.log``."""
+        if pending.active is None or pending.active is not self._segments[-1]:
+            return False
+        pending.target = self.log_end_offset
+        return True
 
     def complete_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None:
         """After :meth:`PendingFlush.run` returned: move the recovery point (on the event loop), or, after
