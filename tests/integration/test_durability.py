@@ -323,19 +323,18 @@ def test_kill_9_after_flush_on_ack_leaves_every_acknowledged_record_and_consiste
     broker = fresh_broker("log.flush.on.ack=true", "log.segment.bytes=32768", "log.index.interval.bytes=512")
     topic = unique("flush-on-ack-kill")
     create_topic(broker.bootstrap, topic, 2)
-    acks = produce(broker.bootstrap, topic, 3000, **{"batch.size": 2048, "linger.ms": 1})
-    before = read_all(broker.bootstrap, topic, 2)
-    ends = watermarks(broker.bootstrap, topic, 2)
     mark = broker.log_mark()
-    broker.kill()
+    acks = produce(broker.bootstrap, topic, 3000, **{"batch.size": 2048, "linger.ms": 1})
+    broker.kill()  # at once: the periodic task moves a recovery point up to what was synced only seconds later
+    ends = {partition: 1 + max(offset for p, offset in acks if p == partition) for partition in range(2)}
     recovery_points = {partition: offset for (name, partition), offset
                        in read_offset_checkpoint(broker.data_dir / RECOVERY_POINT_CHECKPOINT).items() if name == topic}
     # The answers' syncs did not move the recovery points to the end: recovery has a tail to validate.
-    assert all(recovery_points.get(partition, 0) < ends[partition][1] for partition in range(2)), recovery_points
+    assert all(recovery_points.get(partition, 0) < ends[partition] for partition in range(2)), recovery_points
     broker.restart()
     assert "after an unclean shutdown" in broker.log_text(since=mark)
     after = read_all(broker.bootstrap, topic, 2)
-    assert after == before
+    assert len(after) == len(acks) == 3000
     for index, (partition, offset) in enumerate(acks):
         assert after[(partition, offset)].key == f"record-{index}".encode()
     checked = 0

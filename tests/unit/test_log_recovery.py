@@ -17,6 +17,7 @@ import pytest
 from kafkalite.broker.core.log.disk import DiskLog, FileSegment
 from kafkalite.broker.core.log.manager import (
     CLEAN_SHUTDOWN_FILE,
+    RECOVERY_POINT_LAG_MS,
     LogManager,
     parse_partition_directory,
     read_offset_checkpoint,
@@ -663,4 +664,26 @@ def test_a_full_flush_after_records_only_flushes_syncs_only_the_indexes(tmp_path
     partition_log.flush(T0)
     assert sorted(fsynced) == [".index", ".timeindex"]  # the .log's records were synced already
     assert partition_log.recovery_point == 6
+    log_manager.close()
+
+
+def test_the_periodic_task_moves_the_recovery_point_up_to_what_flush_on_ack_synced(tmp_path: Path) -> None:
+    """Records synced by flush.on.ack rounds get their indexes fsynced and the recovery point (and its
+    checkpoint) moved by the periodic task once RECOVERY_POINT_LAG_MS have passed, not before."""
+    log_manager = manager(tmp_path)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    log_manager.run_periodic(T0)
+    partition_log.append(make_batch(3), T0)
+    pending = partition_log.prepare_flush(records_only=True)
+    assert pending is not None
+    pending.run()
+    partition_log.complete_flush(pending)
+    partition_log.append(make_batch(2), T0)  # not synced yet: stays above the new recovery point
+    log_manager.run_periodic(T0 + 1000)
+    assert partition_log.recovery_point == 0
+    log_manager.run_periodic(T0 + RECOVERY_POINT_LAG_MS)
+    assert partition_log.recovery_point == 3 and partition_log.durable_offset == 3
+    assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {("orders", 0): 3}
+    log_manager.run_periodic(T0 + 2 * RECOVERY_POINT_LAG_MS)  # nothing more was synced: nothing to do
+    assert partition_log.recovery_point == 3
     log_manager.close()
