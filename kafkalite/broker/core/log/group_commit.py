@@ -2,47 +2,46 @@
 
 Theory of operation
 -------------------
-An ``acks=all`` answer with ``log.flush.on.ack=true`` may leave only once the bytes it acknowledges
-are durable. One fsync per request would queue the requests behind one another on the disk; instead
-the requests that wait at the same time share the fsyncs, in *rounds*, run in a server by
-:class:`CommitThreads` (a thread of its own by default, so a round never waits behind the checkpoints and
-snapshots of the log room's I/O thread; elsewhere by the log room's
+An ``acks=all`` answer with ``log.flush.on.ack=true`` may leave only once the bytes it acknowledges are
+durable. One fsync per request would queue the requests behind one another on the disk; instead the
+requests that wait at the same time share the fsyncs, in *rounds*, run in a server by
+:class:`CommitThreads` (a thread of its own by default, so a round never waits behind the checkpoints
+and snapshots of the log room's I/O thread; elsewhere by the log room's
 :class:`~kafkalite.broker.core.log.background.Background`):
 
 * ``when_durable(log, waiter)`` asks that everything appended to ``log`` so far be made durable, and
-  calls ``waiter`` with None once it is, or with the ``OSError`` that stopped it (``durable(log)``:
-  the same as a future). The bytes are in the file
-  already (the append wrote them); what is left is a sync that starts after now. Only the records
-  must survive a power loss before the answer: a round syncs the ``.log`` files above the log's
-  durable offset with ``fdatasync`` (and the partition directory after a roll), never the index
-  files, and moves the durable offset, never the recovery point (``prepare_flush(records_only=True)``).
-  Recovery after a crash validates and re-indexes everything above the recovery point, so indexes
-  that a power loss cut short cost a longer recovery, not a record; the periodic flushes (a rolled
-  segment, ``flush.ms``) sync the indexes and move the recovery point as without flush.on.ack, and
-  no checkpoint file is written for a round.
-* The request joins the *open* round, the one handed over whose syncs have not started: its log's
-  flush is extended to the log end offset now (``extend_flush``: the same descriptors, as long as no
-  segment was made meanwhile; else decided again by ``prepare_flush``, with fresh descriptors, and the
-  one it replaces discarded). With no open round, a new one is made
-  and handed over at once. With more than one thread, rounds overlap: a round handed over while
-  another's fdatasync is in the kernel starts at once on a free thread; only when every thread is
-  busy does the open round wait, gathering every request that arrives, and it starts as soon as a
-  thread is free, without waiting for the loop, syncing each of its logs once however many answers
-  wait on it. A file whose sync is still running in an earlier round is synced again by a later one
-  (a segment hands out its file until a sync of it has *completed*), so no answer leaves before its
-  own bytes are durable, whichever round ends first. ``COMMIT_THREADS`` is 1: on the 2-core
-  development VM two overlapping threads were 3-6x slower at 10k records/s (the rounds split into
-  more, smaller ones, each a sync and a wake-up of the loop, where one thread gathers them) and
-  no better at 1k/s beyond the noise; even when a round started beside a running one only if that
+  calls ``waiter`` with None once it is, or with the ``OSError`` that stopped it (``durable(log)``: the
+  same as a future). The bytes are in the file already (the append wrote them); what is left is a sync
+  that starts after now. Only the records must survive a power loss before the answer: a round syncs the
+  ``.log`` files above the log's durable offset with ``fdatasync`` (and the partition directory after a
+  roll), never the index files, and moves the durable offset, never the recovery point
+  (``prepare_flush(records_only=True)``). Recovery after a crash validates and re-indexes everything
+  above the recovery point, so indexes that a power loss cut short cost a longer recovery, not a record;
+  the periodic flushes (a rolled segment, ``flush.ms``, and the indexes of what the rounds synced, at
+  most ``manager.RECOVERY_POINT_LAG_MS`` later) sync the indexes and move the recovery point, and no
+  checkpoint file is written for a round.
+* The request joins the *open* round, the one handed over whose syncs have not started: its log's flush
+  is extended to the log end offset now (``extend_flush``: the same descriptors, as long as no segment
+  was made meanwhile; else decided again by ``prepare_flush``, with fresh descriptors, and the one it
+  replaces discarded). With no open round, a new one is made and handed over at once. With more than one
+  thread, rounds overlap: a round handed over while another's fdatasync is in the kernel starts at once
+  on a free thread; only when every thread is busy does the open round wait, gathering every request
+  that arrives, and it starts as soon as a thread is free, without waiting for the loop, syncing each of
+  its logs once however many answers wait on it. A file whose sync is still running in an earlier round
+  is synced again by a later one (a segment hands out its file until a sync of it has *completed*), so
+  no answer leaves before its own bytes are durable, whichever round ends first. ``COMMIT_THREADS`` is
+  1: on the 2-core development VM two overlapping threads were 3-6x slower at 10k records/s (the rounds
+  split into more, smaller ones, each a sync and a wake-up of the loop, where one thread gathers them)
+  and no better at 1k/s beyond the noise; even when a round started beside a running one only if that
   one answered at most two requests, bursts of requests read in one loop step made small rounds.
-* The round's job marks it started (under its lock, so a request either joined before or makes the
-  next round), syncs log after log, and comes back to the loop with one ``call_soon_threadsafe``:
-  ``complete_flush`` moves each durable offset and every future of the round is resolved together;
-  a failed sync reaches only the answers of that log.
+* The round's job marks it started (under its lock, so a request either joined before or makes the next
+  round), syncs log after log, and comes back to the loop with one ``call_soon_threadsafe``:
+  ``complete_flush`` moves each durable offset and every waiter of the round is told, in the same loop
+  step; a failed sync reaches only the answers of that log.
 
-A log whose ``prepare_flush`` finds nothing above its durable offset is durable already: its waiter
-is told at once. State is touched on the event loop only; the job touches its round (under the
-lock) and the descriptors ``prepare_flush`` duplicated for it.
+A log whose ``prepare_flush`` finds nothing above its durable offset is durable already: its waiter is
+told at once. State is touched on the event loop only; the job touches its round (under the lock) and
+the descriptors ``prepare_flush`` duplicated for it.
 """
 
 from __future__ import annotations
