@@ -108,6 +108,7 @@ class BrokerServer:
         self.cluster = cluster
         loop = asyncio.get_running_loop()
         cluster.log_manager.background.runner = partial(self._run_in_io_thread, loop)
+        cluster.log_manager.group_commit.use_threads(loop)  # flush.on.ack rounds: a thread of their own
         try:
             ssl_contexts: dict[str, SSLContext | None] = {}
             if _needs_security(self.config):

@@ -30,17 +30,17 @@ def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path,
     orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
     audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
     commit = GroupCommit(log_manager.background)
-    fsynced: list[int] = []  # the inode of each file fsynced
+    fsynced: list[int] = []  # the inode of each file synced
     during_fsync: list[Callable[[], None]] = []
-    real_fsync = os.fsync
+    real_fdatasync = os.fdatasync
 
-    def fsync(fd: int) -> None:
+    def fdatasync(fd: int) -> None:
         fsynced.append(os.fstat(fd).st_ino)
         while during_fsync:
             during_fsync.pop(0)()
-        real_fsync(fd)
+        real_fdatasync(fd)
 
-    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
 
     async def scenario() -> None:
         orders.append(make_batch(1), T0)
@@ -63,14 +63,19 @@ def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path,
         assert not any(future.done() for future in first)  # fsynced, released back on the loop
         then(None)
         assert all(future.done() and future.result() is None for future in first)
-        assert orders.recovery_point == 2  # what the first round decided: not the bytes that came during it
+        assert orders.durable_offset == 2  # what the first round decided: not the bytes that came during it
+        assert orders.recovery_point == 0  # the indexes were not synced: recovery validates from 0
         assert not any(future.done() for future in later)
         fsynced.clear()
         runner.run_all()
-        # The three answers cost one fsync of each file of the two logs.
-        assert fsynced and len(fsynced) == len(set(fsynced))
+        # The three answers cost one fdatasync of each .log file of the two logs and of their directories
+        # (new segment files must stay found; orders' directory sync had not completed when they asked),
+        # and no index file.
+        synced = {os.stat(path).st_ino for path in (*(tmp_path / "orders-0").glob("*.log"), tmp_path / "orders-0",
+                                                    *(tmp_path / "audit-0").glob("*.log"), tmp_path / "audit-0")}
+        assert sorted(fsynced) == sorted(synced)
         assert all(future.done() and future.result() is None for future in later)
-        assert (orders.recovery_point, audit.recovery_point) == (3, 1)
+        assert (orders.durable_offset, audit.durable_offset) == (3, 1)
         # Nothing new: durable already, answered without a round.
         again = commit.durable(orders)
         assert again.done() and again.result() is None and commit.rounds == 2
@@ -97,19 +102,135 @@ def test_a_failed_fsync_reaches_only_its_logs_answers(tmp_path: Path, monkeypatc
         second = commit.durable(audit)
         assert commit.rounds == 1
         failing = OSError(5, "Input/output error")
-        real_fsync = os.fsync
+        real_fdatasync = os.fdatasync
         audit_files = {os.stat(path).st_ino for path in (tmp_path / "audit-0").iterdir()}
 
         def broken(fd: int) -> None:
             if os.fstat(fd).st_ino in audit_files:
                 raise failing
-            real_fsync(fd)
+            real_fdatasync(fd)
 
-        monkeypatch.setattr(os, "fsync", broken)
+        monkeypatch.setattr(os, "fdatasync", broken)
         runner.run_all()
-        assert first.result() is None and orders.recovery_point == 1
+        assert first.result() is None and orders.durable_offset == 1
         assert second.result() is failing
-        assert audit.recovery_point == 0  # not durable: nothing moved
+        assert audit.durable_offset == 0  # not durable: nothing moved
+        retry = commit.durable(audit)  # asked again: the same file is synced again
+        monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+        runner.run_all()
+        assert retry.result() is None and audit.durable_offset == 1
+
+    asyncio.run(scenario())
+    monkeypatch.undo()
+    log_manager.background.runner = None
+    log_manager.close()
+
+
+def test_rounds_overlap_on_the_commit_threads_and_each_answer_waits_for_its_own_sync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two commit threads a round handed over while another's sync is in the kernel starts at
+    once; an answer is released only by a sync that started after its append, whichever ends first."""
+    import threading
+
+    log_manager = LogManager(tmp_path, LogConfig())
+    log_manager.open(now_ms=T0)
+    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    orders.flush(T0)
+    real_fdatasync = os.fdatasync
+    started: list[threading.Event] = [threading.Event(), threading.Event()]
+    release: list[threading.Event] = [threading.Event(), threading.Event()]
+    calls: list[int] = []
+    lock = threading.Lock()
+
+    def fdatasync(fd: int) -> None:
+        with lock:
+            number = len(calls)
+            calls.append(number)
+        if number < 2:
+            started[number].set()
+            assert release[number].wait(10)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+
+    async def until(condition: Callable[[], bool]) -> None:
+        deadline = asyncio.get_running_loop().time() + 10
+        while not condition():
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.001)
+
+    async def scenario() -> None:
+        commit = GroupCommit(log_manager.background)
+        commit.use_threads(asyncio.get_running_loop(), 2)
+        try:
+            orders.append(make_batch(1), T0)
+            first = commit.durable(orders)
+            await until(started[0].is_set)  # the first round's sync is in the kernel
+            orders.append(make_batch(1), T0)
+            second = commit.durable(orders)
+            await until(started[1].is_set)  # the second round started beside it, not after it
+            assert commit.rounds == 2
+            release[1].set()  # the later sync ends first: only its own answer goes
+            await second
+            assert second.result() is None and not first.done()
+            assert orders.durable_offset == 2 and orders.recovery_point == 0
+            release[0].set()
+            assert await first is None
+            assert orders.durable_offset == 2
+        finally:
+            release[0].set()
+            release[1].set()
+            commit.close()
+
+    asyncio.run(scenario())
+    log_manager.close()
+
+
+def test_answers_joining_a_round_reuse_its_descriptors_until_a_roll(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer joining the open round extends its flush to the log end offset without duplicating
+    a descriptor; after a roll the flush is decided again, so the new segment is synced too."""
+    size = len(make_batch(1))
+    log_manager = LogManager(tmp_path, LogConfig(segment_bytes=size * 3))
+    log_manager.open(now_ms=T0)
+    runner = DeferredRunner()
+    log_manager.background.runner = runner
+    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    commit = GroupCommit(log_manager.background)
+    duplicated: list[int] = []
+    real_dup = os.dup
+
+    def dup(fd: int) -> int:
+        duplicated.append(fd)
+        return real_dup(fd)
+
+    monkeypatch.setattr(os, "dup", dup)
+    synced: list[str] = []
+    real_fdatasync = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+
+    async def scenario() -> None:
+        orders.append(make_batch(1), T0)
+        answers = [commit.durable(orders)]
+        first = len(duplicated)
+        for _ in range(2):  # the same active segment: no descriptor more
+            orders.append(make_batch(1), T0)
+            answers.append(commit.durable(orders))
+        assert len(duplicated) == first and commit.rounds == 1
+        orders.append(make_batch(1), T0)  # rolls: offset 3 is in a new segment
+        assert orders.segment_count() == 2
+        answers.append(commit.durable(orders))
+        assert len(duplicated) > first and commit.rounds == 1
+        runner.run_all()
+        assert all(answer.result() is None for answer in answers)
+        assert orders.durable_offset == 4 and orders.recovery_point == 0
+        assert sorted(name for name in synced if name.endswith(".log")) == [f"{0:020d}.log", f"{3:020d}.log"]
+        assert "orders-0" in synced  # the new segment's directory entry
 
     asyncio.run(scenario())
     monkeypatch.undo()

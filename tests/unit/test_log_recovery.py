@@ -17,6 +17,7 @@ import pytest
 from kafkalite.broker.core.log.disk import DiskLog, FileSegment
 from kafkalite.broker.core.log.manager import (
     CLEAN_SHUTDOWN_FILE,
+    RECOVERY_POINT_LAG_MS,
     LogManager,
     parse_partition_directory,
     read_offset_checkpoint,
@@ -593,4 +594,129 @@ def test_opening_writes_no_checkpoint_that_would_say_what_the_disk_says(
     log_manager = manager(tmp_path)  # after a crash: the recovered tail moves the recovery point
     assert "recovery-point-offset-checkpoint" in written
     assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {("orders", 0): 5}
+
+
+# --------------------------------------------------------------------------------------------------
+# log.flush.on.ack: records synced before the answer, indexes and recovery point left to later flushes
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="synced files are named through /proc")
+def test_records_only_flushes_survive_a_power_loss_that_takes_the_unsynced_indexes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a flush.on.ack round syncs (the ``.log`` files, the directory after a roll) is all an
+    acknowledged record needs: with every index byte written after the last full flush lost, crash
+    recovery from the checkpointed recovery point finds every record and rebuilds the indexes."""
+    import os
+
+    size = len(make_batch(3, value_size=100))
+    config = LogConfig(segment_bytes=size * 8, index_interval_bytes=size)
+    synced: dict[str, bytes] = {}  # what a power loss keeps of each file: its content at its last sync
+    calls: list[tuple[str, str]] = []
+    original = {name: getattr(os, name) for name in ("fsync", "fdatasync")}
+
+    def spy(name: str) -> object:
+        def sync(fd: int) -> None:
+            path = os.readlink(f"/proc/self/fd/{fd}")
+            original[name](fd)
+            calls.append((name, Path(path).name))
+            if os.path.isfile(path):
+                synced[path] = Path(path).read_bytes()
+        return sync
+
+    for name in original:
+        monkeypatch.setattr(os, name, spy(name))
+    log_manager = manager(tmp_path, config)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    for index in range(40):
+        partition_log.append(make_batch(3, timestamp=T0 + index, value_size=100), T0)
+        if index + 1 == 10:
+            partition_log.flush(T0)  # recovery point 30, indexes synced up to there
+        elif index + 1 > 10:
+            calls.clear()
+            pending = partition_log.prepare_flush(records_only=True)  # what a flush.on.ack round does
+            assert pending is not None
+            pending.run()
+            partition_log.complete_flush(pending)
+            assert calls and all(name == "fdatasync" and not file.endswith("index") for name, file in calls)
+            assert partition_log.durable_offset == 3 * (index + 1) and partition_log.recovery_point == 30
+    assert partition_log.prepare_flush(records_only=True) is None  # durable already
+    log_manager.close(clean=False)
+    monkeypatch.undo()
+    assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {("orders", 0): 30}
+
+    # The power loss: every .log holds what was synced (all of it); each index only what its last sync kept.
+    directory = tmp_path / "orders-0"
+    for path in directory.iterdir():
+        if path.suffix == ".log":
+            assert synced[str(path)] == path.read_bytes()
+        elif path.suffix in (".index", ".timeindex"):
+            path.write_bytes(synced.get(str(path), b""))
+    # what appending the same records again builds, to compare with
+    fresh = manager(tmp_path / "fresh", config)
+    again = fresh.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    for index in range(40):
+        again.append(make_batch(3, timestamp=T0 + index, value_size=100), T0)
+    reopened = manager(tmp_path, config)
+    recovered = reopened.get_log("orders", 0)
+    assert recovered is not None and recovered.log_end_offset == 120 and recovered.segment_count() == 5
+    assert offsets_in(reopened) == list(range(120))
+    for offset in range(120):  # every lookup through the rebuilt indexes lands where it should
+        batch = next(iter_batches(recovered.read(offset, 1, min_one_batch=True).to_bytes()))
+        assert isinstance(batch, RecordBatch) and batch.base_offset <= offset <= batch.last_offset
+    for timestamp in range(T0 - 1, T0 + 45):
+        assert recovered.offset_for_timestamp(timestamp) == again.offset_for_timestamp(timestamp)
+    reopened.close()
+    fresh.close()
+    assert {path.name: path.read_bytes() for path in directory.iterdir() if "index" in path.suffix} == {
+        path.name: path.read_bytes() for path in (tmp_path / "fresh" / "orders-0").iterdir() if "index" in path.suffix}
+
+
+def test_a_full_flush_after_records_only_flushes_syncs_only_the_indexes(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    config = LogConfig(index_interval_bytes=1)
+    log_manager = manager(tmp_path, config)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    for _ in range(3):
+        partition_log.append(make_batch(2), T0)
+    partition_log.flush(T0, up_to_offset=0)
+    pending = partition_log.prepare_flush(records_only=True)
+    assert pending is not None
+    pending.run()
+    partition_log.complete_flush(pending)
+    assert (partition_log.durable_offset, partition_log.recovery_point) == (6, 0)
+    fsynced: list[str] = []
+    original_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        fsynced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).suffix)
+        original_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    partition_log.flush(T0)
+    assert sorted(fsynced) == [".index", ".timeindex"]  # the .log's records were synced already
+    assert partition_log.recovery_point == 6
+    log_manager.close()
+
+
+def test_the_periodic_task_moves_the_recovery_point_up_to_what_flush_on_ack_synced(tmp_path: Path) -> None:
+    """Records synced by flush.on.ack rounds get their indexes fsynced and the recovery point (and its
+    checkpoint) moved by the periodic task once RECOVERY_POINT_LAG_MS have passed, not before."""
+    log_manager = manager(tmp_path)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    log_manager.run_periodic(T0)
+    partition_log.append(make_batch(3), T0)
+    pending = partition_log.prepare_flush(records_only=True)
+    assert pending is not None
+    pending.run()
+    partition_log.complete_flush(pending)
+    partition_log.append(make_batch(2), T0)  # not synced yet: stays above the new recovery point
+    log_manager.run_periodic(T0 + 1000)
+    assert partition_log.recovery_point == 0
+    log_manager.run_periodic(T0 + RECOVERY_POINT_LAG_MS)
+    assert partition_log.recovery_point == 3 and partition_log.durable_offset == 3
+    assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {("orders", 0): 3}
+    log_manager.run_periodic(T0 + 2 * RECOVERY_POINT_LAG_MS)  # nothing more was synced: nothing to do
+    assert partition_log.recovery_point == 3
     log_manager.close()

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable
+from functools import partial
 
 from kafkalite.broker.core.log.group_commit import GroupCommit
 from kafkalite.broker.core.partition import Partition, RecordValidationError
+from kafkalite.broker.handlers.delayed import DelayedAnswer
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.compression import Compression
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -48,8 +49,7 @@ log = logging.getLogger("kafkalite.produce")
 
 
 @handles(api_key=0, min_version=0, max_version=11)
-def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None | Awaitable[
-        ProduceResponse | None]:
+def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceResponse | DelayedAnswer | None:
     version = context.api_version
     acks = request.acks
     cluster = context.cluster
@@ -113,7 +113,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     if acks == 0:
         return None
     if written:
-        return _flush_then_answer(written, ProduceResponse(responses), cluster.log_manager.group_commit)
+        return _answer_when_durable(written, ProduceResponse(responses), cluster.log_manager.group_commit)
     return ProduceResponse(responses)
 
 
@@ -126,23 +126,33 @@ def _refusal(version: int, acks: int) -> tuple[ErrorCode, str | None] | None:
     return None
 
 
-async def _flush_then_answer(written: list[tuple[Partition, PartitionProduceResponse]], response: ProduceResponse,
-                             group_commit: GroupCommit) -> ProduceResponse:
-    """Answer once every partition written by this request is fsynced.
+def _answer_when_durable(written: list[tuple[Partition, PartitionProduceResponse]], response: ProduceResponse,
+                         group_commit: GroupCommit) -> ProduceResponse | DelayedAnswer:
+    """Answer once every partition written by this request is synced to disk.
 
-    The fsyncs are the log room's group commit (``core/log/group_commit.py``): one round on its I/O
-    thread covers every request waiting at the time. A partition whose fsync fails is answered
+    The syncs are the log room's group commit (``core/log/group_commit.py``): one round on its thread
+    covers every request waiting at the time, and completes this answer from the round's end, in the
+    same loop step (a ``DelayedAnswer``: no task). A partition whose sync fails is answered
     KAFKA_STORAGE_ERROR: its batch is in the log but not known durable, so it is not acknowledged (a
-    retry of an idempotent batch is answered once an fsync covers it).
+    retry of an idempotent batch is answered once a sync covers it).
     """
-    waits = [(partition, result, group_commit.durable(partition.log)) for partition, result in written
-             if not partition.deleted]
-    for partition, result, wait in waits:
-        failure = await wait
-        if failure is None or partition.deleted:  # a topic deleted meanwhile: as if it were never asked
-            continue
-        log.warning("%s: fsync failed, answering KAFKA_STORAGE_ERROR: %s", partition, failure)
-        result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-        result.error_message = f"Cannot make {partition} durable: {failure.strerror or failure}"
-        result.base_offset = -1
-    return response
+    answer = DelayedAnswer()
+    waiting = [len(written) + 1]  # one more until every partition has asked (some may be told at once)
+
+    def settled(partition: Partition, result: PartitionProduceResponse, failure: OSError | None) -> None:
+        if failure is not None and not partition.deleted:  # a topic deleted meanwhile: as if never asked
+            log.warning("%s: fsync failed, answering KAFKA_STORAGE_ERROR: %s", partition, failure)
+            result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+            result.error_message = f"Cannot make {partition} durable: {failure.strerror or failure}"
+            result.base_offset = -1
+        waiting[0] -= 1
+        if waiting[0] == 0:
+            answer.complete(response)
+
+    for partition, result in written:
+        if partition.deleted:
+            waiting[0] -= 1
+        else:
+            group_commit.when_durable(partition.log, partial(settled, partition, result))
+    waiting[0] -= 1
+    return response if waiting[0] == 0 else answer

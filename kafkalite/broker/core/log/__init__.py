@@ -50,6 +50,8 @@ second acks=all answer never goes out before the bytes it covers are durable. ``
 the log room sends such work (the server's I/O thread): the periodic fsyncs with the checkpoints that
 count on them, flush.messages flushes, producer state snapshots, removing deleted partitions, and the
 fsync rounds of ``log.flush.on.ack`` (``group_commit``: answers waiting at the same time share one).
+Those rounds sync only what an acknowledged record needs, the ``.log`` files (``records_only``): they
+move the log's *durable offset*, not the recovery point, whose promise covers the indexes too.
 
 **Recovery** (on load). Segments wholly below the recovery point, and all segments after a clean
 shutdown, are trusted: only a missing or malformed index is rebuilt. After a crash every batch from the

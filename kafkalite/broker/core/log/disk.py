@@ -493,13 +493,13 @@ class FileSegment(LogSegment):
 
     # --- durability and lifetime -------------------------------------------------------------------
 
-    def prepare_sync(self) -> tuple[list[int], Callable[[], None] | None]:
+    def prepare_sync(self, *, records_only: bool = False) -> tuple[list[int], Callable[[], None] | None]:
         handles = []
         writes = self._log_writes
         unsynced = writes > self._log_synced
         if unsynced:
             handles.append(self._file.duplicate())
-        for index in (self.offset_index, self.time_index):
+        for index in () if records_only else (self.offset_index, self.time_index):
             handle = index.sync_handle()
             if handle is not None:
                 handles.append(handle)
@@ -716,8 +716,9 @@ class DiskLog(SegmentedLog):
                     pass
             raise
 
-    def _sync_handles(self, segments: list[LogSegment]) -> tuple[list[int], list[Callable[[], None]]]:
-        handles, synced = super()._sync_handles(segments)
+    def _sync_handles(self, segments: list[LogSegment], *, records_only: bool = False,
+                      ) -> tuple[list[int], list[Callable[[], None]]]:
+        handles, synced = super()._sync_handles(segments, records_only=records_only)
         changes = self._directory_changes
         if changes > self._directory_synced:  # new segment files must survive in the directory too
             handles.append(os.open(self.directory, os.O_RDONLY))

@@ -26,13 +26,14 @@ every log is a :class:`~kafkalite.broker.core.log.memory.MemoryLog`, there are n
 nothing touches the disk.
 
 Periodic work (:meth:`LogManager.run_periodic`, called by the broker's timer every second or so):
-time-based rolls, the fsync of segments that have rolled (Kafka schedules it on roll), ``flush.ms``,
-and a checkpoint when a recovery point or log start offset moved. The fsyncs and checkpoint files
-are written by one job on :attr:`LogManager.background` (the server's I/O thread), checkpoints after
-the fsyncs they count on; recovery points move back on the loop once it is done. Retention keeps Kafka's own
-schedule: the first check ``log.initial.task.delay.ms`` after :meth:`LogManager.open`, then one every
-``log.retention.check.interval.ms`` at a fixed rate (a tick that comes late runs it once, not once per
-missed period).
+time-based rolls, the fsync of segments that have rolled (Kafka schedules it on roll), ``flush.ms``, the
+index fsyncs that move a recovery point up to what ``log.flush.on.ack`` synced (every
+``RECOVERY_POINT_LAG_MS``), and a checkpoint when a recovery point or log start offset moved. The fsyncs
+and checkpoint files are written by one job on :attr:`LogManager.background` (the server's I/O thread),
+checkpoints after the fsyncs they count on; recovery points move back on the loop once it is done.
+Retention keeps Kafka's own schedule: the first check ``log.initial.task.delay.ms`` after
+:meth:`LogManager.open`, then one every ``log.retention.check.interval.ms`` at a fixed rate (a tick that
+comes late runs it once, not once per missed period).
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ PARTITION_METADATA: Final = "partition.metadata"
 _DELETE_SUFFIX: Final = "-delete"
 _FUTURE_SUFFIX: Final = "-future"
 _CHECKPOINT_VERSION: Final = 0
+# At most this long between a flush.on.ack round's sync of records and the fsync of their indexes that
+# moves the recovery point past them: it bounds the tail a crash revalidates.
+RECOVERY_POINT_LAG_MS: Final = 10_000
 CLOSE_THREADS: Final = 16  # threads that fsync the logs at a clean close
 CLOSE_DESCRIPTORS: Final = 512  # duplicated descriptors held at once while they do
 
@@ -415,8 +419,9 @@ class LogManager:
         return deleted
 
     def _due_flush(self, partition_log: PartitionLog, now_ms: int) -> tuple[PendingFlush | None, bool]:
-        """What to fsync now (rolled segments; everything when flush.ms has passed), and whether the
-        log must be looked at again on a later tick (flush.ms not reached yet)."""
+        """What to fsync now (rolled segments; everything when flush.ms has passed; what flush.on.ack
+        synced, once ``RECOVERY_POINT_LAG_MS`` have passed), and whether the log must be looked at again
+        on a later tick (flush.ms or that lag not reached yet)."""
         target = None
         if partition_log.recovery_point < partition_log.active_segment_base_offset:
             target = partition_log.active_segment_base_offset
@@ -425,6 +430,14 @@ class LogManager:
         if flush_ms is not None and partition_log.recovery_point < partition_log.log_end_offset:
             if now_ms - partition_log.last_flush_ms >= flush_ms:
                 target = partition_log.log_end_offset
+            else:
+                keep = True
+        # flush.on.ack synced records above the recovery point but not their indexes: fsync those (the
+        # .log is synced already) now and then, so a crash revalidates a bounded tail.
+        durable = partition_log.durable_offset
+        if durable > max(partition_log.recovery_point, target or 0):
+            if now_ms - partition_log.last_flush_ms >= RECOVERY_POINT_LAG_MS:
+                target = durable
             else:
                 keep = True
         return (None if target is None else partition_log.prepare_flush(target)), keep
@@ -559,7 +572,8 @@ class LogManager:
 
     def close(self, clean: bool = True) -> None:
         """Close every log. ``clean``: flush each (``_flush_for_close``), checkpoint, then write the
-        clean-shutdown marker."""
+        clean-shutdown marker. The flush.on.ack rounds running finish first."""
+        self.group_commit.close()
         if clean:
             self._flush_for_close()
         for partition_log in self.logs.values():

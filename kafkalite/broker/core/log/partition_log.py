@@ -178,16 +178,22 @@ class PendingFlush:
     """Fsyncs decided on the event loop, to run anywhere: it owns duplicate file descriptors only.
 
     ``synced`` is called back on the loop (by ``complete_flush``) once ``run`` returned: it tells each
-    segment which of its writes are now durable."""
+    segment which of its writes are now durable. A ``records_only`` flush (``log.flush.on.ack``) holds
+    the ``.log`` files alone (and the directory after a roll) and syncs their data with ``fdatasync``:
+    the records and the file lengths become durable, the indexes do not, so it moves the log's durable
+    offset but never its recovery point."""
 
-    __slots__ = ("handles", "messages", "synced", "target")
+    __slots__ = ("active", "handles", "messages", "records_only", "synced", "target")
 
     def __init__(self, target: int, messages: int, handles: list[int],
-                 synced: list[Callable[[], None]] | None = None) -> None:
-        self.target = target  # the recovery point once these files are durable
+                 synced: list[Callable[[], None]] | None = None, *, records_only: bool = False,
+                 active: LogSegment | None = None) -> None:
+        self.target = target  # the recovery point (records_only: the durable offset) once these are synced
         self.messages = messages  # appended records this flush covers (for flush.messages)
         self.handles = handles
         self.synced = synced or []
+        self.records_only = records_only
+        self.active = active  # records_only: the active segment, when its .log is among the handles
 
     def discard(self) -> None:
         """Close the descriptors without an fsync: this flush will not run (one decided later replaces it)."""
@@ -196,14 +202,22 @@ class PendingFlush:
             os.close(handle)
 
     def run(self) -> None:
-        """Fsync and close every descriptor. Thread-safe; call once."""
+        """Fsync (``records_only``: fdatasync) and close every descriptor. Thread-safe; call once."""
         handles, self.handles = self.handles, []
+        sync = _fdatasync if self.records_only else os.fsync
         try:
             for handle in handles:
-                os.fsync(handle)
+                sync(handle)
         finally:
             for handle in handles:
                 os.close(handle)
+
+
+def _fdatasync(handle: int) -> None:
+    """The file's data and what reading it back needs (its length), not its times: fdatasync where the
+    platform has it (macOS has not), else fsync. Looked up on each call, so tests may replace either."""
+    sync = getattr(os, "fdatasync", None)
+    (os.fsync if sync is None else sync)(handle)
 
 
 class PartitionLog(Protocol):
@@ -240,7 +254,11 @@ class PartitionLog(Protocol):
     def enforce_retention(self, now_ms: int, high_watermark: int | None = None) -> int: ...
     def maybe_roll(self, now_ms: int) -> bool: ...
     def flush(self, now_ms: int | None = None, *, up_to_offset: int | None = None) -> None: ...
-    def prepare_flush(self, up_to_offset: int | None = None) -> PendingFlush | None: ...
+    @property
+    def durable_offset(self) -> int: ...
+    def prepare_flush(self, up_to_offset: int | None = None, *, records_only: bool = False,
+                      ) -> PendingFlush | None: ...
+    def extend_flush(self, pending: PendingFlush) -> bool: ...
     def complete_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None: ...
     def update_config(self, config: LogConfig) -> None: ...
     def size_bytes(self) -> int: ...
@@ -280,6 +298,7 @@ class SegmentedLog(ABC):
         self._bases: list[int] = []  # segment base offsets, for bisect
         self._log_start_offset = 0
         self._recovery_point = 0
+        self._durable_offset = 0  # records below it are synced (records_only flushes), indexes maybe not
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
         self.on_change: Callable[[], None] | None = None
@@ -307,13 +326,14 @@ class SegmentedLog(ABC):
         for segment in old:
             segment.delete()
 
-    def _sync_handles(self, segments: list[LogSegment]) -> tuple[list[int], list[Callable[[], None]]]:
-        """Descriptors to fsync so that ``segments`` are durable, and what to call once they are (see
-        :meth:`LogSegment.prepare_sync`)."""
+    def _sync_handles(self, segments: list[LogSegment], *, records_only: bool = False,
+                      ) -> tuple[list[int], list[Callable[[], None]]]:
+        """Descriptors to fsync so that ``segments`` are durable (``records_only``: their records), and
+        what to call once they are (see :meth:`LogSegment.prepare_sync`)."""
         handles: list[int] = []
         synced: list[Callable[[], None]] = []
         for segment in segments:
-            more, done = segment.prepare_sync()
+            more, done = segment.prepare_sync(records_only=records_only)
             handles += more
             if done is not None:
                 synced.append(done)
@@ -332,6 +352,12 @@ class SegmentedLog(ABC):
     @property
     def recovery_point(self) -> int:
         return self._recovery_point
+
+    @property
+    def durable_offset(self) -> int:
+        """Records below this offset are synced to disk: the recovery point, or beyond it where a
+        ``records_only`` flush (``log.flush.on.ack``) synced the records but not the indexes."""
+        return max(self._durable_offset, self._recovery_point)
 
     @property
     def active_segment_base_offset(self) -> int:
@@ -647,23 +673,56 @@ class SegmentedLog(ABC):
             pending.run()
             self.complete_flush(pending, now_ms)
 
-    def prepare_flush(self, up_to_offset: int | None = None) -> PendingFlush | None:
+    def prepare_flush(self, up_to_offset: int | None = None, *, records_only: bool = False,
+                      ) -> PendingFlush | None:
         """Pick what to fsync (segments holding offsets from the recovery point to the target) and take
         duplicate descriptors of those files, so the fsyncs may run on another thread even if the
-        segments are closed or deleted meanwhile. None if there is nothing to do."""
+        segments are closed or deleted meanwhile. None if there is nothing to do.
+
+        ``records_only`` (``log.flush.on.ack``): only what an acknowledged record needs to survive a
+        power loss, the ``.log`` files from the durable offset on (and the directory, if a segment file
+        was made since its last fsync). The indexes are left to the flushes that move the recovery
+        point, and so is the recovery point: recovery trusts the indexes below it, and validates and
+        re-indexes everything above it."""
         target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
-        if target <= self._recovery_point:
+        start = self.durable_offset if records_only else self._recovery_point
+        if target <= start:
             return None
-        first = self._segment_index_for(self._recovery_point)
+        first = self._segment_index_for(start)
+        if records_only and target == self.log_end_offset:
+            # The active segment's .log apart, so that extend_flush knows whether it is handed out.
+            active = self._segments[-1]
+            handles, synced = self._sync_handles([segment for segment in self._segments[first:-1]], records_only=True)
+            more, done = active.prepare_sync(records_only=True)
+            handles += more
+            if done is not None:
+                synced.append(done)
+            return PendingFlush(target, 0, handles, synced, records_only=True, active=active if more else None)
         handles, synced = self._sync_handles([segment for segment in self._segments[first:]
-                                              if segment.base_offset < target])
+                                              if segment.base_offset < target], records_only=records_only)
+        if records_only:
+            return PendingFlush(target, 0, handles, synced, records_only=True)
         return PendingFlush(target, self._unflushed_messages if target == self.log_end_offset else 0, handles,
                             synced)
 
+    def extend_flush(self, pending: PendingFlush) -> bool:
+        """Let a ``records_only`` flush that has not run yet cover the log end offset now, without new
+        descriptors: possible while the active segment is the one whose ``.log`` it holds (an fdatasync
+        covers every byte written to the file before it starts, through any descriptor). False when a
+        segment was made since (``prepare_flush`` again), or the flush holds no active ``.log``."""
+        if pending.active is None or pending.active is not self._segments[-1]:
+            return False
+        pending.target = self.log_end_offset
+        return True
+
     def complete_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None:
-        """After :meth:`PendingFlush.run` returned: move the recovery point (on the event loop)."""
+        """After :meth:`PendingFlush.run` returned: move the recovery point (on the event loop), or, after
+        a ``records_only`` flush, the durable offset alone."""
         for synced in pending.synced:
             synced()
+        if pending.records_only:
+            self._durable_offset = max(self._durable_offset, pending.target)
+            return
         self._recovery_point = max(self._recovery_point, pending.target)
         self._unflushed_messages = max(self._unflushed_messages - pending.messages, 0)
         self._last_flush_ms = wall_clock_ms() if now_ms is None else now_ms

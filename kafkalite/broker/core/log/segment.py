@@ -98,11 +98,12 @@ class LogSegment(ABC):
     def on_roll(self) -> None:
         """Called when the segment stops being the active one."""
 
-    def prepare_sync(self) -> tuple[list[int], Callable[[], None] | None]:
+    def prepare_sync(self, *, records_only: bool = False) -> tuple[list[int], Callable[[], None] | None]:
         """New file descriptors (dups) of every file written since the last *completed* fsync, for the
         caller to fsync and close, possibly on another thread, and what to call (on the loop) once they
         are fsynced; memory segments have none. A file whose fsync is still running is handed out
-        again, so a second flush never answers before the bytes it covers are durable."""
+        again, so a second flush never answers before the bytes it covers are durable. ``records_only``:
+        the ``.log`` file alone, not the indexes."""
         return [], None
 
     def close(self) -> None:
