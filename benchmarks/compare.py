@@ -29,12 +29,13 @@ sources against an installed librdkafka; without it those rows are left out with
   assigns every partition from the beginning (no group); the clock runs from assign to the last
   record.
 
-Each rep starts a fresh mock; then test by test, mock and kafkalite alternate (the side that goes
-first alternates between reps), so drifts and neighbours hit both alike. Every figure is its own
-client process. The table gives median (min-max) thousands of records/s over the reps, the ratio of
-the medians (b/m > 1: kafkalite faster), MB/s (10^6 bytes of record values), the CPU seconds each
-server process used during the op (median), and its RSS after the op (largest). Failed or incomplete
-runs are flagged and left out of the medians. Nothing is asserted.
+Each rep starts a fresh mock (and kafkalite deletes each test's topics once the test is measured, so no
+test runs with gigabytes of earlier ones in its page cache); then test by test, mock and kafkalite
+alternate (the side that goes first alternates between reps), so drifts and neighbours hit both
+alike. Every figure is its own client process. The table gives median (min-max) thousands of
+records/s over the reps, the ratio of the medians (b/m > 1: kafkalite faster), MB/s (10^6 bytes of
+record values), the CPU seconds each server process used during the op (median), and its RSS after
+the op (largest). Failed or incomplete runs are flagged and left out of the medians. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -438,6 +439,17 @@ def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
         future.result(60)
 
 
+def delete_topics(bootstrap: str, topics: list[str]) -> None:
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_topics(topics, operation_timeout=30, request_timeout=30).values():
+        try:
+            future.result(60)
+        except Exception as error:  # a rep that failed early may not have made every topic
+            print(f"  deleting a topic failed: {error}", flush=True)
+
+
 def k(values: list[float]) -> str:
     if not values:
         return "-"
@@ -554,8 +566,16 @@ def compare_main(a: argparse.Namespace) -> None:
                             print(f"  rep{rep} {t['id']:38s} {op:7s} {side:>9s} {r['rate']:>9.0f}/s"
                                   f" {r['mbs']:>7.1f} MB/s cpu={r['cpu'] if r['cpu'] is None else round(r['cpu'], 2)}"
                                   f" rss={r['rss'] if r['rss'] is None else round(r['rss'])}{flag}", flush=True)
+                    # Done with the test's topics: kafkalite deletes them, so later tests do not run
+                    # with gigabytes of earlier ones in the page cache (the mock's go with it per rep).
+                    done = [f"p{t['index']}-{suffix}", f"c{t['index']}-{suffix}"]
+                    delete_topics(bootstrap, done)
+                    for topic in done:
+                        del topics[topic]
             finally:
                 mock.stop()
+                if topics:  # a rep cut short
+                    delete_topics(bootstrap, list(topics))
         lines = table(tests, results)
         lines.append(f"kafkalite RSS MiB: before {rss_before and round(rss_before, 1)}, after "
                      f"{round(memory_mib(pid) or 0, 1)}, peak (VmHWM) {round(memory_mib(pid, 'VmHWM') or 0, 1)}")
