@@ -279,6 +279,45 @@ def test_crash_with_an_empty_tail_of_zeros_is_truncated(tmp_path: Path) -> None:
 # The manager's periodic work and lifecycle
 
 
+def test_a_periodic_checkpoint_rewrites_only_the_files_whose_offsets_moved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafkalite.broker.core.log.manager as manager_module
+
+    written: list[str] = []
+    write = manager_module._write_durably
+
+    def counting_write(path: Path, data: bytes, **options: bool) -> None:
+        written.append(path.name)
+        write(path, data, **options)
+
+    monkeypatch.setattr(manager_module, "_write_durably", counting_write)
+    log_manager = manager(tmp_path)
+    partition_log = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    partition_log.append(make_batch(1), T0)
+    log_manager.run_periodic(T0 + 5)  # the new partition enters both files
+    partition_log.append(make_batch(2), T0)
+    partition_log.flush(T0)
+    written.clear()
+    log_manager.run_periodic(T0 + 10)  # the recovery point moved, the log start offset did not
+    assert written == ["recovery-point-offset-checkpoint"]
+    assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {("orders", 0): 3}
+
+    written.clear()
+    partition_log.delete_records_before(2)  # the log start offset moves, the recovery point does not
+    log_manager.run_periodic(T0 + 20)
+    assert written == ["log-start-offset-checkpoint"]
+    assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("orders", 0): 2}
+
+    written.clear()
+    log_manager.run_periodic(T0 + 30)  # nothing moved
+    assert written == []
+    log_manager.close()
+    log_manager = manager(tmp_path)  # a clean restart reads both files
+    reopened = log_manager.get_log("orders", 0)
+    assert reopened is not None and (reopened.log_start_offset, reopened.recovery_point) == (2, 3)
+    log_manager.close()
+
+
 def test_run_periodic_applies_retention_segment_ms_and_flush_ms(tmp_path: Path) -> None:
     config = LogConfig(retention_ms=2 * HOUR, segment_ms=HOUR, flush_ms=10_000)
     log_manager = manager(tmp_path, config)

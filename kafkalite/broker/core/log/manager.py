@@ -547,8 +547,13 @@ class LogManager:
                     and self._checkpointed.get(root) == (recovery_points, log_start_offsets)):
                 self._stale_dirs.discard(root)
                 continue
+            # A file that would say what the last one written there says is left alone (the recovery
+            # points move every flush; the log start offsets seldom).
+            written = None if force else self._checkpointed.get(root)
             plan.append(_CheckpointPlan(root, recovery_points, log_start_offsets, cleaner_offsets,
-                                        bool(cleaner_offsets) or root in self._cleaner_stale))
+                                        bool(cleaner_offsets) or root in self._cleaner_stale,
+                                        write_recovery_points=written is None or written[0] != recovery_points,
+                                        write_log_start_offsets=written is None or written[1] != log_start_offsets))
         return plan
 
     def set_cleaner_offset(self, topic: str, partition: int, offset: int) -> None:
@@ -721,10 +726,15 @@ class _CheckpointPlan:
     log_start_offsets: dict[TopicPartition, int]
     cleaner_offsets: dict[TopicPartition, int]
     write_cleaner_offsets: bool  # there are some, or the file lists some that are gone
+    write_recovery_points: bool = True  # False: the file already says this
+    write_log_start_offsets: bool = True
 
     def files(self) -> list[tuple[str, bytes]]:
-        files = [(RECOVERY_POINT_CHECKPOINT, offset_checkpoint_bytes(self.recovery_points)),
-                 (LOG_START_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.log_start_offsets))]
+        files = []
+        if self.write_recovery_points:
+            files.append((RECOVERY_POINT_CHECKPOINT, offset_checkpoint_bytes(self.recovery_points)))
+        if self.write_log_start_offsets:
+            files.append((LOG_START_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.log_start_offsets)))
         if self.write_cleaner_offsets:
             files.append((CLEANER_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.cleaner_offsets)))
         return files
