@@ -48,15 +48,16 @@ def cluster() -> Iterator[Cluster]:
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[Partition]:
-    """Every partition a fetch reads (a visit), in order."""
+    """Every partition a fetch reads (a visit), in order: each is checked against the request's
+    leader epoch before it is read (a caught-up partition is answered without a log read)."""
     visited: list[Partition] = []
-    original = Partition.read
+    original = Partition.check_leader_epoch
 
     def counting(self: Partition, *args: Any, **kwargs: Any) -> Any:
         visited.append(self)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Partition, "read", counting)
+    monkeypatch.setattr(Partition, "check_leader_epoch", counting)
     return visited
 
 
