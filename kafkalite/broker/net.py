@@ -487,16 +487,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 log.exception("cannot encode the response to %s (API key %d v%d); closing the connection",
                               self.peer, context.api_key, context.api_version)
                 return self.close()
-            if self._socket_descriptor >= 0 and FileRegion in map(type, buffers):
-                self._write_regions(buffers)
-            elif self._corked is not None:
-                self._corked.extend(buffers)
-            elif self.transport is not None:
-                if len(buffers) == 1:
-                    self.transport.write(buffers[0])
-                else:
-                    self.transport.writelines(buffers)
-                self._last_activity = self._clock()
+            self._send(buffers)
         if self._drained is not None:
             self._set_drained()
         if self._eof and self._held is None:
@@ -563,15 +554,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return self.close()
             if self.observer is not None:
                 self.observer.response_written(self, slot.api_key, buffers)
-            if self._socket_descriptor >= 0 and FileRegion in map(type, buffers):
-                self._write_regions(buffers)
-            elif self._corked is not None:
-                self._corked.extend(buffers)
-            elif self.transport is not None:
-                if len(buffers) == 1:
-                    self.transport.write(buffers[0])
-                else:
-                    self.transport.writelines(buffers)
+            self._send(buffers)
             self._last_activity = self._clock()
         if not pending:
             self._set_drained()
@@ -671,6 +654,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._closed or not self._pending:
             self._set_drained()
         return self._drained
+
+    def _send(self, buffers: list[Any]) -> None:
+        """Write an encoded answer, after what is ahead of it: with the region writer when it holds file
+        regions, into the cork while a read is being handled, else to the transport (one buffer with
+        ``write``)."""
+        if self._socket_descriptor >= 0 and FileRegion in map(type, buffers):
+            self._write_regions(buffers)
+        elif self._corked is not None:
+            self._corked.extend(buffers)
+        elif self.transport is not None:
+            if len(buffers) == 1:
+                self.transport.write(buffers[0])
+            else:
+                self.transport.writelines(buffers)
+            self._last_activity = self._clock()
 
     def _uncork(self) -> None:
         """Send what this read answered: one buffer as it is; several small ones joined into one
