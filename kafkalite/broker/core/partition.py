@@ -445,6 +445,9 @@ class Partition:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{self} was deleted")
         last_stable = self.last_stable_offset
         upper = last_stable if read_committed else self.high_watermark
+        if offset == upper and self.log.log_start_offset <= offset:  # caught up (a long poll's first read)
+            return ReadInfo([], 0, self.high_watermark, last_stable, self.log.log_start_offset,
+                            [] if read_committed else None)
         result = self.log.read(offset, max_bytes, min_one_batch=min_one_batch, upper_bound=upper,
                                file_regions=file_regions)
         aborted: list[AbortedTxn] | None = None

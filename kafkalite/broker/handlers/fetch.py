@@ -165,12 +165,6 @@ def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: boo
         if epoch_error:
             results.append(_Result(item, epoch_error, None))
             continue
-        if not read_committed and item.fetch_offset == partition.high_watermark and not partition.deleted:
-            log_start = partition.log_start_offset
-            if log_start <= item.fetch_offset:  # caught up (a long poll's first read): nothing to read
-                results.append(_Result(item, ErrorCode.NONE, ReadInfo(
-                    [], 0, item.fetch_offset, partition.last_stable_offset, log_start)))
-                continue
         try:
             read = partition.read(item.fetch_offset, min(item.partition_max_bytes, remaining),
                                   min_one_batch=min_one_batch, read_committed=read_committed,
