@@ -8,9 +8,8 @@ Layout of each log directory (Kafka's names and formats):
 * ``<topic>-<partition>/``: one :class:`~kafkalite.broker.core.log.disk.DiskLog` per partition. The partition is parsed
   from after the last ``-``, so topic names may contain ``.``, ``_`` and ``-``. Each holds
   ``partition.metadata``: ``version: 0\\ntopic_id: <topic id, URL-safe base64, no padding>\\n``.
-* ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``: text, a version line ``0``,
-  a count line, then one ``<topic> <partition> <offset>`` line per log. Written atomically: a ``.tmp``
-  file is written and fsynced, renamed over the old one, and the directory fsynced.
+* ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` and ``cleaner-offset-checkpoint``
+  (:mod:`~kafkalite.broker.core.log.checkpoints`: their format, and which must be written again).
 * ``.kafka_cleanshutdown``: written (fsynced) by a clean :meth:`LogManager.close`, after every log is
   flushed and the checkpoints written; removed by :meth:`LogManager.open` once the logs are loaded.
   Its content is Kafka's: ``{"version":"0","broker_epoch":"-1"}``. Absent at open means the last run
@@ -47,13 +46,22 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Final
 
 from kafkalite.broker.core.durable import write_durably as _write_durably
 from kafkalite.broker.core.log.background import Background
+from kafkalite.broker.core.log.checkpoints import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    CheckpointBook,
+    CheckpointPlan,
+    checkpoint_holds,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
 from kafkalite.broker.core.log.disk import DiskLog
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.group_commit import GroupCommit
@@ -77,14 +85,10 @@ __all__ = [
 
 TopicPartition = tuple[str, int]
 
-RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
-LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
-CLEANER_OFFSET_CHECKPOINT: Final = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 PARTITION_METADATA: Final = "partition.metadata"
 _DELETE_SUFFIX: Final = "-delete"
 _FUTURE_SUFFIX: Final = "-future"
-_CHECKPOINT_VERSION: Final = 0
 # At most this long between a flush.on.ack round's sync of records and the fsync of their indexes that
 # moves the recovery point past them: it bounds the tail a crash revalidates.
 RECOVERY_POINT_LAG_MS: Final = 10_000
@@ -109,25 +113,20 @@ class LogManager:
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.had_clean_shutdown = True
         self._dir_of: dict[TopicPartition, Path] = {}  # the log directory of each disk log
-        self._checkpointed: dict[Path, tuple[dict[TopicPartition, int], dict[TopicPartition, int]]] = {}
+        self.checkpoints = CheckpointBook()  # what each directory's checkpoint files say
+        self.cleaner_offsets = self.checkpoints.cleaner_offsets  # each compacted log's first dirty offset
         # Change-driven periodic work: logs that changed since the last tick, logs with unflushed data,
         # and the deadlines of rolls by age (a heap, and each log's current deadline).
         self._changed: set[TopicPartition] = set()
         self._unflushed: set[TopicPartition] = set()
         self._roll_queue: list[tuple[int, TopicPartition]] = []
         self._roll_due: dict[TopicPartition, int] = {}
-        self._checkpointed_offsets: dict[TopicPartition, tuple[int, int]] = {}
-        self._stale_dirs: set[Path] = set()  # directories whose checkpoints are not written yet
         # Blocking file work (fsyncs, checkpoints, snapshots, removing deleted partitions) runs here;
         # the server gives it an I/O thread. One periodic job at a time; flush.messages flushes apart.
         self.background = Background()
         self.group_commit = GroupCommit(self.background)  # the fsyncs log.flush.on.ack answers wait for
         self._periodic_io_running = False
         self._flush_requested: set[TopicPartition] = set()
-        # Log compaction: each compacted log's first dirty offset (cleaner-offset-checkpoint), and the
-        # directories whose file must be written again.
-        self.cleaner_offsets: dict[TopicPartition, int] = {}
-        self._cleaner_stale: set[Path] = set()
 
     # --- opening -----------------------------------------------------------------------------------
 
@@ -176,9 +175,7 @@ class LogManager:
         progress are left in ``futures`` for ``open`` to settle once every directory is loaded."""
         root.mkdir(parents=True, exist_ok=True)
         clean_shutdown = (root / CLEAN_SHUTDOWN_FILE).exists()
-        recovery_points = read_offset_checkpoint(root / RECOVERY_POINT_CHECKPOINT)
-        log_start_offsets = read_offset_checkpoint(root / LOG_START_OFFSET_CHECKPOINT)
-        self.cleaner_offsets.update(read_offset_checkpoint(root / CLEANER_OFFSET_CHECKPOINT))
+        recovery_points, log_start_offsets = self.checkpoints.load(root)
         for directory in sorted(root.iterdir()):
             if not directory.is_dir():
                 continue
@@ -342,12 +339,7 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> None:
         """Remove the log and its files; the topic id is forgotten with the topic's last partition."""
         partition_log = self.logs.pop((topic, partition), None)
-        root = self._dir_of.pop((topic, partition), None)
-        if root is not None:
-            self._stale_dirs.add(root)
-        self._checkpointed_offsets.pop((topic, partition), None)
-        if self.cleaner_offsets.pop((topic, partition), None) is not None and root is not None:
-            self._cleaner_stale.add(root)
+        self.checkpoints.forget((topic, partition), self._dir_of.pop((topic, partition), None))
         if partition_log is not None:
             partition_log.delete()
         if not self.logs_for_topic(topic):
@@ -443,7 +435,7 @@ class LogManager:
         return (None if target is None else partition_log.prepare_flush(target)), keep
 
     def _write_in_background(self, flushes: list[tuple[TopicPartition, PartitionLog, PendingFlush]],
-                             plan: list[_CheckpointPlan]) -> None:
+                             plan: list[CheckpointPlan]) -> None:
         """One job: the fsyncs, then the checkpoints that count on them; back on the loop, move the
         recovery points. A failure (a full disk...) is logged, and everything is tried again next tick."""
         if not flushes and not plan:
@@ -470,13 +462,13 @@ class LogManager:
                 for key, _, _ in flushes:
                     self._unflushed.add(key)
                 self._changed.update(key for key, _, _ in flushes)
-                self._stale_dirs.update(entry.root for entry in plan)
+                self.checkpoints.not_written(entry.root for entry in plan)
                 return
             for key, partition_log, pending in flushes:
                 if self.logs.get(key) is partition_log:
                     partition_log.complete_flush(pending)
             for entry in plan:
-                self._checkpoint_written(entry)
+                self.checkpoints.written(entry)
 
         self._periodic_io_running = True
         self.background.submit(work, then)
@@ -509,71 +501,19 @@ class LogManager:
         empty data directory or a clean restart fsyncs no checkpoint."""
         for entry in self._checkpoint_plan(changed, force=force):
             for name, data in entry.files():
-                if not (unless_on_disk and _checkpoint_holds(entry.root / name, data)):
+                if not (unless_on_disk and checkpoint_holds(entry.root / name, data)):
                     _write_durably(entry.root / name, data)
-            self._checkpoint_written(entry)
+            self.checkpoints.written(entry)
 
     def _checkpoint_plan(self, changed: set[TopicPartition] | None, *, force: bool = False,
-                         targets: Mapping[TopicPartition, int] | None = None) -> list[_CheckpointPlan]:
-        """The checkpoints to write: every directory's when ``force``d, else those of the directories
-        where a log in ``changed`` moved. ``targets`` are recovery points that fsyncs about to run
-        will reach (the checkpoint is written after them)."""
-        targets = targets or {}
-        if changed is not None and not force:
-            roots = set(self._stale_dirs) | self._cleaner_stale
-            for key in changed:
-                partition_log = self.logs.get(key)
-                current = None if partition_log is None else (max(partition_log.recovery_point,
-                                                                  targets.get(key, -1)),
-                                                             partition_log.log_start_offset)
-                if self._checkpointed_offsets.get(key) != current:
-                    root = self._dir_of.get(key)
-                    if root is not None:
-                        roots.add(root)
-            if not roots:
-                return []
-        else:
-            roots = set(self.log_dirs)
-        self._stale_dirs |= roots  # until written: a failed write is retried on the next tick
-        plan = []
-        for root in self.log_dirs:
-            if root not in roots:
-                continue
-            here = [key for key, where in self._dir_of.items() if where == root]
-            recovery_points = {key: max(self.logs[key].recovery_point, targets.get(key, -1)) for key in here}
-            log_start_offsets = {key: self.logs[key].log_start_offset for key in here}
-            cleaner_offsets = {key: self.cleaner_offsets[key] for key in here if key in self.cleaner_offsets}
-            if (not force and root not in self._cleaner_stale
-                    and self._checkpointed.get(root) == (recovery_points, log_start_offsets)):
-                self._stale_dirs.discard(root)
-                continue
-            # A file that would say what the last one written there says is left alone (the recovery
-            # points move every flush; the log start offsets seldom).
-            written = None if force else self._checkpointed.get(root)
-            plan.append(_CheckpointPlan(root, recovery_points, log_start_offsets, cleaner_offsets,
-                                        bool(cleaner_offsets) or root in self._cleaner_stale,
-                                        write_recovery_points=written is None or written[0] != recovery_points,
-                                        write_log_start_offsets=written is None or written[1] != log_start_offsets))
-        return plan
+                         targets: Mapping[TopicPartition, int] | None = None) -> list[CheckpointPlan]:
+        """The checkpoints to write (:meth:`CheckpointBook.plan`)."""
+        return self.checkpoints.plan(self.logs, self._dir_of, self.log_dirs, changed, force=force, targets=targets)
 
     def set_cleaner_offset(self, topic: str, partition: int, offset: int) -> None:
         """Log compaction cleaned the log up to ``offset``: its ``cleaner-offset-checkpoint`` entry
         (written by the next periodic checkpoint)."""
-        key = (topic, partition)
-        if self.cleaner_offsets.get(key) == offset:
-            return
-        self.cleaner_offsets[key] = offset
-        root = self._dir_of.get(key)
-        if root is not None:
-            self._cleaner_stale.add(root)
-
-    def _checkpoint_written(self, entry: _CheckpointPlan) -> None:
-        self._checkpointed[entry.root] = (entry.recovery_points, entry.log_start_offsets)
-        self._stale_dirs.discard(entry.root)
-        if all(self.cleaner_offsets.get(key) == offset for key, offset in entry.cleaner_offsets.items()):
-            self._cleaner_stale.discard(entry.root)
-        for key in entry.recovery_points:
-            self._checkpointed_offsets[key] = (entry.recovery_points[key], entry.log_start_offsets[key])
+        self.checkpoints.set_cleaner_offset((topic, partition), offset, self._dir_of.get((topic, partition)))
 
     def close(self, clean: bool = True) -> None:
         """Close every log. ``clean``: flush each (``_flush_for_close``), checkpoint, then write the
@@ -667,77 +607,6 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
     if not dash or not topic or not partition.isdigit():
         return None
     return topic, int(partition)
-
-
-def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
-    """Read a Kafka offset checkpoint file; missing or malformed gives an empty mapping (and a warning)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return {}
-    try:
-        if int(lines[0]) != _CHECKPOINT_VERSION:
-            raise ValueError(f"version {lines[0]}")
-        count = int(lines[1])
-        entries: dict[TopicPartition, int] = {}
-        for line in lines[2 : 2 + count]:
-            topic, partition, offset = line.split(" ")
-            entries[(topic, int(partition))] = int(offset)
-        if len(entries) != count:
-            raise ValueError(f"{len(entries)} entries, expected {count}")
-        return entries
-    except (IndexError, ValueError) as exc:
-        log.warning("Ignoring malformed checkpoint %s: %s", path, exc)
-        return {}
-
-
-def write_offset_checkpoint(path: Path, entries: Mapping[TopicPartition, int]) -> None:
-    """Write a Kafka offset checkpoint file atomically (tmp, fsync, rename, fsync the directory)."""
-    _write_durably(path, offset_checkpoint_bytes(entries))
-
-
-def offset_checkpoint_bytes(entries: Mapping[TopicPartition, int]) -> bytes:
-    """A Kafka offset checkpoint file's content: a version line, a count line, ``topic partition offset`` lines."""
-    lines = [str(_CHECKPOINT_VERSION), str(len(entries))]
-    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
-    return ("\n".join(lines) + "\n").encode("utf-8")
-
-
-_EMPTY_CHECKPOINT: Final = offset_checkpoint_bytes({})
-
-
-def _checkpoint_holds(path: Path, data: bytes) -> bool:
-    """Whether the checkpoint file at ``path`` says ``data`` already (a missing file says what an empty
-    checkpoint does: ``read_offset_checkpoint`` reads both as no entries)."""
-    try:
-        return path.read_bytes() == data
-    except FileNotFoundError:
-        return data == _EMPTY_CHECKPOINT
-    except OSError:
-        return False
-
-
-@dataclass(frozen=True, slots=True)
-class _CheckpointPlan:
-    """The checkpoints of one log directory, decided on the loop, to be written anywhere."""
-
-    root: Path
-    recovery_points: dict[TopicPartition, int]
-    log_start_offsets: dict[TopicPartition, int]
-    cleaner_offsets: dict[TopicPartition, int]
-    write_cleaner_offsets: bool  # there are some, or the file lists some that are gone
-    write_recovery_points: bool = True  # False: the file already says this
-    write_log_start_offsets: bool = True
-
-    def files(self) -> list[tuple[str, bytes]]:
-        files = []
-        if self.write_recovery_points:
-            files.append((RECOVERY_POINT_CHECKPOINT, offset_checkpoint_bytes(self.recovery_points)))
-        if self.write_log_start_offsets:
-            files.append((LOG_START_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.log_start_offsets)))
-        if self.write_cleaner_offsets:
-            files.append((CLEANER_OFFSET_CHECKPOINT, offset_checkpoint_bytes(self.cleaner_offsets)))
-        return files
 
 
 def _read_partition_metadata(directory: Path) -> uuid.UUID | None:
