@@ -269,29 +269,32 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._held is not None:  # arrived while reading was being paused: keep it with the rest
             self._held += self._scratch.data[self._kept:self._kept + nbytes]
             return
+        body = self._body
+        if body is not None:
+            self._filled += nbytes
+            if self._filled < self._frame_size:  # more of the frame to come: nothing to dispatch yet
+                return
         self._corked = []  # responses ready during this read go out together (_uncork)
         try:
             begin_dispatch()
-            if self._body is None:
+            if body is None:
                 self._read_frames(self._kept + nbytes)
             else:
-                self._filled += nbytes
-                if self._filled == self._frame_size:
-                    body, self._body = self._body, None
-                    self._frame_began = None
-                    whole = memoryview(body)
-                    frame = whole[:self._frame_size]
+                self._body = None
+                self._frame_began = None
+                whole = memoryview(body)
+                frame = whole[:self._frame_size]
+                try:
+                    self._dispatch(frame)
+                finally:
+                    self._release_reserved()
                     try:
-                        self._dispatch(frame)
-                    finally:
-                        self._release_reserved()
-                        try:
-                            frame.release()
-                            whole.release()
-                        except BufferError:  # something made a buffer of the frame view and keeps it
-                            pass
-                        else:
-                            self._scratch.give_back(body)
+                        frame.release()
+                        whole.release()
+                    except BufferError:  # something made a buffer of the frame view and keeps it
+                        pass
+                    else:
+                        self._scratch.give_back(body)
         except (ImportError, OSError) as exc:
             # What serving an API needs is imported on its first request (or by the warm-up after the
             # start); with no descriptor left to open a module, the request cannot be read or answered.

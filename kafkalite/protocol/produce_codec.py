@@ -55,25 +55,44 @@ def decode_produce_request(reader: Reader, version: int) -> ProduceRequest:
 
 
 def _read(view: memoryview, pos: int, version: int) -> tuple[ProduceRequest, int]:
+    # A flexible version's one-byte lengths and counts and its empty tagged-field sections are read
+    # inline (as _length and _count read them), longer ones through those helpers: this runs for
+    # every Produce request.
     flexible = version >= 9
     end = len(view)
     transactional_id: str | None = None
     if version >= 3:
-        size, pos = _length(view, pos, flexible, 2)
+        if flexible and view[pos] < 0x80:
+            size, pos = view[pos] - 1, pos + 1
+        else:
+            size, pos = _length(view, pos, flexible, 2)
         if size >= 0:
             transactional_id, pos = _utf8(view, pos, size), pos + size
         elif size != -1:
             raise ProtocolError(f"negative string length {size}")
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(view, pos)
     pos += 6
-    topic_count, pos = _count(view, pos, flexible)
+    if flexible and view[pos] < 0x80:
+        topic_count, pos = view[pos] - 1, pos + 1
+        if not 0 <= topic_count <= end - pos:
+            _refuse_count(topic_count, end - pos)
+    else:
+        topic_count, pos = _count(view, pos, flexible)
     topics = []
     for _ in range(topic_count):
-        size, pos = _length(view, pos, flexible, 2)
+        if flexible and view[pos] < 0x80:
+            size, pos = view[pos] - 1, pos + 1
+        else:
+            size, pos = _length(view, pos, flexible, 2)
         if size < 0:
             raise ProtocolError("null value in a non-nullable string")
         name, pos = _utf8(view, pos, size), pos + size
-        partition_count, pos = _count(view, pos, flexible)
+        if flexible and view[pos] < 0x80:
+            partition_count, pos = view[pos] - 1, pos + 1
+            if not 0 <= partition_count <= end - pos:
+                _refuse_count(partition_count, end - pos)
+        else:
+            partition_count, pos = _count(view, pos, flexible)
         partitions = []
         for _ in range(partition_count):
             index = _INT32.unpack_from(view, pos)[0]
@@ -86,13 +105,19 @@ def _read(view: memoryview, pos: int, version: int) -> tuple[ProduceRequest, int
             elif size != -1:
                 raise ProtocolError(f"negative records length {size}")
             if flexible:
-                pos = _no_tags(view, pos)
+                if view[pos] != 0:
+                    raise _Fallback
+                pos += 1
             partitions.append(PartitionProduceData(index, records))
         if flexible:
-            pos = _no_tags(view, pos)
+            if view[pos] != 0:
+                raise _Fallback
+            pos += 1
         topics.append(TopicProduceData(name, partitions))
     if flexible:
-        pos = _no_tags(view, pos)
+        if view[pos] != 0:
+            raise _Fallback
+        pos += 1
     return ProduceRequest(transactional_id, acks, timeout_ms, topics), pos
 
 
@@ -123,6 +148,13 @@ def _count(view: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     return count, pos
 
 
+def _refuse_count(count: int, remaining: int) -> None:
+    """Raise what ``_count`` raises for a count that is null or larger than what remains."""
+    if count < -1 or count > remaining:
+        raise ProtocolError(f"array length {count} is impossible with {remaining} bytes left")
+    raise ProtocolError("null value in a non-nullable array")
+
+
 def _utf8(view: memoryview, pos: int, size: int) -> str:
     if pos + size > len(view):
         raise ProtocolError(f"length {size} at byte {pos} exceeds the {len(view) - pos} bytes that remain")
@@ -130,13 +162,6 @@ def _utf8(view: memoryview, pos: int, size: int) -> str:
         return str(view[pos:pos + size], "utf-8")
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"string is not valid UTF-8: {exc}") from None
-
-
-def _no_tags(view: memoryview, pos: int) -> int:
-    """The position after an empty tagged-field section; any other is left to the generated reader."""
-    if view[pos] != 0:
-        raise _Fallback
-    return pos + 1
 
 
 def encode_produce_response(response: ProduceResponse, version: int, correlation_id: int) -> bytes | None:
@@ -150,7 +175,11 @@ def encode_produce_response(response: ProduceResponse, version: int, correlation
     out = bytearray(8)  # size and correlation id, packed last
     if flexible:
         out.append(0)  # response header v1: no tagged fields
-        append_uvarint(out, len(response.responses) + 1)
+        count = len(response.responses) + 1  # compact lengths: one byte below 128
+        if count < 0x80:
+            out.append(count)
+        else:
+            append_uvarint(out, count)
     else:
         out += _INT32.pack(len(response.responses))
     two_fields = version >= 5
@@ -160,9 +189,14 @@ def encode_produce_response(response: ProduceResponse, version: int, correlation
         name = topic.name.encode("utf-8")
         partitions = topic.partition_responses
         if flexible:
-            append_uvarint(out, len(name) + 1)
-            out += name
-            append_uvarint(out, len(partitions) + 1)
+            if len(name) < 0x7F and len(partitions) < 0x7F:
+                out.append(len(name) + 1)
+                out += name
+                out.append(len(partitions) + 1)
+            else:
+                append_uvarint(out, len(name) + 1)
+                out += name
+                append_uvarint(out, len(partitions) + 1)
         else:
             if len(name) > 0x7FFF:
                 return None

@@ -247,7 +247,7 @@ class RecordBatch:
     __slots__ = (  # in header order
         "buffer", "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
         "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
-        "records_count",
+        "records_count", "size", "last_offset",
     )  # fmt: skip
 
     buffer: memoryview
@@ -264,6 +264,8 @@ class RecordBatch:
     producer_epoch: int
     base_sequence: int
     records_count: int
+    size: int  # total bytes of the batch, LOG_OVERHEAD included
+    last_offset: int  # base offset + last offset delta
 
     def __init__(self, buffer: Buffer) -> None:
         """Parse the batch at the start of ``buffer``; bytes after the batch are ignored."""
@@ -292,10 +294,11 @@ class RecordBatch:
             raise CorruptRecordError(f"record batch magic is {self.magic}, expected 2")
         if self.batch_length < _MIN_BATCH_LENGTH:
             raise CorruptRecordError(f"record batch length {self.batch_length} is below the header size")
-        size = self.batch_length + LOG_OVERHEAD
+        self.size = size = self.batch_length + LOG_OVERHEAD
         if size > available:
             raise CorruptRecordError(f"record batch of {size} bytes is truncated to {available}")
         self.buffer = view if size == available else view[:size]
+        self.last_offset = self.base_offset + self.last_offset_delta
 
     def __repr__(self) -> str:
         return (
@@ -306,15 +309,6 @@ class RecordBatch:
         )
 
     # --- derived header values -------------------------------------------------------------------
-
-    @property
-    def size(self) -> int:
-        """Total bytes of the batch, ``LOG_OVERHEAD`` included."""
-        return self.batch_length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
 
     @property
     def next_offset(self) -> int:
@@ -373,12 +367,19 @@ class RecordBatch:
 
     def set_base_offset(self, base_offset: int) -> None:
         """Write the base offset into the buffer; the CRC does not cover it, so it stays valid."""
-        _INT64.pack_into(self._writable(), 0, base_offset)
+        buffer = self.buffer
+        if buffer.readonly:
+            self._writable()  # raises
+        _INT64.pack_into(buffer, 0, base_offset)
         self.base_offset = base_offset
+        self.last_offset = base_offset + self.last_offset_delta
 
     def set_partition_leader_epoch(self, partition_leader_epoch: int) -> None:
         """Write the partition leader epoch into the buffer; the CRC does not cover it either."""
-        _INT32.pack_into(self._writable(), _PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
+        buffer = self.buffer
+        if buffer.readonly:
+            self._writable()  # raises
+        _INT32.pack_into(buffer, _PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
         self.partition_leader_epoch = partition_leader_epoch
 
     def set_log_append_time(self, timestamp: int) -> None:

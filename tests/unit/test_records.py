@@ -286,6 +286,8 @@ def test_set_base_offset_and_partition_leader_epoch_keep_the_crc() -> None:
     parsed.set_base_offset(1_000_000)
     parsed.set_partition_leader_epoch(7)
     assert batch[:8] == struct.pack(">q", 1_000_000) and batch[12:16] == struct.pack(">i", 7)
+    assert (parsed.base_offset, parsed.last_offset, parsed.next_offset, parsed.size) == (
+        1_000_000, 1_000_003, 1_000_004, len(batch))  # what the append answers and the log records
     assert batch[16:] == original[16:]  # nothing else moved
     reparsed = RecordBatch(batch)
     reparsed.validate_crc()

@@ -377,9 +377,7 @@ class FileSegment(LogSegment):
         return position
 
     def is_index_full(self, segment_index_bytes: int) -> bool:
-        return self.offset_index.entry_count >= self.offset_index.max_entries(
-            segment_index_bytes
-        ) or self.time_index.entry_count >= self.time_index.max_entries(segment_index_bytes)
+        return self.offset_index.is_full(segment_index_bytes) or self.time_index.is_full(segment_index_bytes)
 
     def on_roll(self) -> None:
         """Kafka's onBecomeInactiveSegment: the final time index entry, then stop writing indexes."""

@@ -51,6 +51,10 @@ class _SparseIndex:
     def max_entries(self, segment_index_bytes: int) -> int:
         return segment_index_bytes // self.ENTRY.size
 
+    def is_full(self, segment_index_bytes: int) -> bool:
+        """Whether the index holds ``max_entries`` entries (asked before every append)."""
+        return self._count >= segment_index_bytes // self.ENTRY.size
+
     def sanity_check(self) -> tuple[int, int] | None:
         """Raise :class:`IndexCorrupt` unless the file is whole entries; return the last entry."""
         try:
@@ -211,7 +215,9 @@ class TimeIndex(_SparseIndex):
 
 
 def write_all(fd: int, data: Buffer) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    """Write all of ``data`` (bytes, or a byte-format view): one ``os.write`` unless the kernel takes part."""
+    written = os.write(fd, data)
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]

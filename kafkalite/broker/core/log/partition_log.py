@@ -428,7 +428,7 @@ class SegmentedLog(ABC):
             )
         if self._offline is not None:
             raise OSError(errno.EIO, f"{self.name} takes no appends until the broker restarts: {self._offline}")
-        base_offset = self.log_end_offset
+        base_offset = self._segments[-1].next_offset  # the log end offset
         record_batch.set_base_offset(base_offset)
         try:
             self._roll_before_append(record_batch, now_ms)
