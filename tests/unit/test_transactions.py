@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -422,3 +423,60 @@ def test_a_failed_transaction_log_write_changes_nothing_and_is_retriable(monkeyp
     assert metadata is not None and (metadata.state, metadata.producer_epoch) == (S.EMPTY, epoch)
     monkeypatch.undo()
     assert harness.coordinator.add_partitions("tx", producer_id, epoch, [("out", 0)]) == ErrorCode.NONE
+
+
+# --- built on first use -------------------------------------------------------------------------
+
+
+def open_cluster(data_dir: Path, **configs: str) -> Cluster:
+    cluster = Cluster(BrokerConfig({"log.dirs": str(data_dir), "transaction.state.log.num.partitions": "3",
+                                    **configs}))
+    cluster.open()
+    return cluster
+
+
+def idempotent_batch(producer_id: int, sequence: int, *, transactional: bool = False,
+                     timestamp_ms: int = START) -> bytearray:
+    builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=0, base_sequence=sequence,
+                                 is_transactional=transactional)
+    builder.append(timestamp=timestamp_ms, key=None, value=b"v")
+    return builder.build()
+
+
+def test_the_coordinator_is_built_by_its_first_use_or_at_open_when_its_topic_exists(tmp_path: Path) -> None:
+    cluster = open_cluster(tmp_path)
+    assert "transactions" not in vars(cluster)  # an empty data directory: nothing to replay
+    partition = cluster.topics.create("out", 1).partitions[0]
+    partition.append_from_client(idempotent_batch(5, 0), START, cluster.verify_transaction)
+    assert "transactions" not in vars(cluster)  # an idempotent batch asks nothing of it
+    with pytest.raises(KafkaError) as refused:
+        partition.append_from_client(idempotent_batch(6, 0, transactional=True), START, cluster.verify_transaction)
+    assert refused.value.error_code == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert "transactions" in vars(cluster)
+    result = cluster.transactions.init_producer_id("tx", 10_000)
+    assert result.error == ErrorCode.NONE and result.producer_id > 5  # above every id the partitions know
+    cluster.close()
+    cluster = open_cluster(tmp_path)
+    assert "transactions" in vars(cluster)  # __transaction_state exists: replayed at open
+    assert cluster.transactions.get("tx") is not None
+    cluster.close()
+
+
+def test_idle_producers_expire_and_are_snapshotted_without_a_coordinator(tmp_path: Path) -> None:
+    expiry = {"producer.id.expiration.ms": "10000", "producer.id.expiration.check.interval.ms": "100"}
+    cluster = open_cluster(tmp_path, **expiry)
+    now = int(time.time() * 1000)
+    partition = cluster.topics.create("out", 1).partitions[0]
+    partition.append_from_client(idempotent_batch(5, 0, timestamp_ms=now), now)
+    partition.append_from_client(idempotent_batch(6, 0, timestamp_ms=now), now)
+    cluster.periodic(now + 5000)  # checked, neither idle for long enough
+    assert sorted(partition.producer_state.producers) == [5, 6]
+    cluster.close()  # a clean stop snapshots the producer state
+    assert [path.name for path in (tmp_path / "out-0").glob("*.snapshot")] == ["00000000000000000002.snapshot"]
+    cluster = open_cluster(tmp_path, **expiry)
+    reopened = cluster.topics.partition("out", 0)
+    assert reopened is not None and sorted(reopened.producer_state.producers) == [5, 6]
+    cluster.periodic(now + 60_000)
+    assert not reopened.producer_state.producers
+    assert "transactions" not in vars(cluster)
+    cluster.close()
