@@ -110,6 +110,7 @@ NOT_IMPORTED_BY_A_BARE_START = (
     "cramjam", "lz4", "zstandard",
     "encodings.idna",  # (listen.py gives getaddrinfo an ASCII host as bytes)
     "argparse", "gettext",  # plain arguments are read without argparse (cli/serve.py)
+    "shutil", "bz2", "lzma",  # (shutil imports both) removing a partition's files is not a start's work
 )
 
 
