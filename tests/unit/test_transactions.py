@@ -480,3 +480,20 @@ def test_idle_producers_expire_and_are_snapshotted_without_a_coordinator(tmp_pat
     assert not reopened.producer_state.producers
     assert "transactions" not in vars(cluster)
     cluster.close()
+
+
+def test_a_producer_id_block_alone_builds_the_coordinator_at_open_and_is_read_then(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cluster = open_cluster(tmp_path)
+    idempotent = cluster.transactions.init_producer_id(None, 10_000)  # writes producer-id-block, no transaction log
+    cluster.close()
+    assert cluster.topics.get("__transaction_state") is None and (tmp_path / PRODUCER_ID_FILE).exists()
+    cluster = open_cluster(tmp_path)
+    assert "transactions" in vars(cluster)
+    assert cluster.transactions.init_producer_id(None, 10_000).producer_id >= idempotent.producer_id + 1
+    cluster.close()
+    (tmp_path / PRODUCER_ID_FILE).write_text("version=0\nnext.block.start=many\n", encoding="ascii")
+    with caplog.at_level("WARNING", logger="kafkalite.producer_ids"):
+        cluster = open_cluster(tmp_path)
+    assert "unreadable" in caplog.text  # said at start, as when the coordinator always opened there
+    cluster.close()

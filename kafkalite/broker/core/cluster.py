@@ -32,12 +32,13 @@ the SCRAM credentials, the ACLs, the fetch session cache (the first Fetch) and t
 first slice, which the server runs a moment after it listens), with their modules, so that a broker
 answers its first requests without loading rooms no client has used yet. ``open`` builds the group
 coordinator, the share partitions and the transaction coordinator at once when their internal topic
-exists, so what was stored is replayed (a prepared transaction completed) and its timers armed at
-start, as before; without the topic there is nothing to replay and no timer to arm, and the first
-request that reaches one builds it (empty) then: the transaction coordinator is built by the first
-InitProducerId, transactional request or transactional batch to verify, and then reserves producer
-ids above every one the partitions still remember, as it did at start. ``periodic`` and ``close``
-leave alone what was never built.
+exists (the transaction coordinator also when ``producer-id-block`` does), so what was stored is
+read, replayed (a prepared transaction completed) and its timers armed at start, with the same
+warnings, as before; without them there is nothing to read or replay and no timer to arm, and the
+first request that reaches one builds it (empty) then: the transaction coordinator is built by the
+first InitProducerId, transactional request or transactional batch to verify, and then reserves
+producer ids above every one the partitions still remember, as it did at start. ``periodic`` and
+``close`` leave alone what was never built.
 
 Nothing here touches sockets; ``kafkalite.broker.server`` opens and closes it and calls ``periodic``
 from a timer. Settings that requests read on every call are resolved here once (``flush_on_ack``,
@@ -67,6 +68,7 @@ from kafkalite.broker.core.dynamic_configs import DynamicConfigs
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
 from kafkalite.broker.core.topics import TopicManager, log_config
+from kafkalite.broker.core.txn.producer_ids import PRODUCER_ID_FILE
 from kafkalite.broker.limits import segment_file_budget
 
 if TYPE_CHECKING:
@@ -269,8 +271,9 @@ class Cluster:
             _ = self.group_coordinator
         if self._built("transactions"):
             self.transactions.open()
-        elif self.topics.get(TRANSACTION_STATE_TOPIC) is not None:
-            _ = self.transactions
+        elif self.topics.get(TRANSACTION_STATE_TOPIC) is not None or (
+                self.data_dir is not None and (self.data_dir / PRODUCER_ID_FILE).exists()):
+            _ = self.transactions  # built, its producer ids read and its log replayed now
 
     def stop_log_cleaner(self) -> None:
         """Stop compacting (nothing to do when no cleaning ever ran)."""
