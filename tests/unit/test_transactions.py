@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -497,3 +499,22 @@ def test_a_producer_id_block_alone_builds_the_coordinator_at_open_and_is_read_th
         cluster = open_cluster(tmp_path)
     assert "unreadable" in caplog.text  # said at start, as when the coordinator always opened there
     cluster.close()
+
+
+def test_opening_and_closing_an_empty_data_directory_imports_no_transaction_room(tmp_path: Path) -> None:
+    """In a fresh interpreter: a cluster opened on an empty data directory, given a topic and closed,
+    loads neither the transaction coordinator nor shutil (which imports bz2 and lzma)."""
+    script = (
+        "import sys\n"
+        "from kafkalite.broker.config import BrokerConfig\n"
+        "from kafkalite.broker.core.cluster import Cluster\n"
+        f"cluster = Cluster(BrokerConfig({{'log.dirs': {str(tmp_path / 'data')!r}}}))\n"
+        "cluster.open()\n"
+        "cluster.topics.create('out', 2)\n"
+        "import time\n"
+        "cluster.periodic(int(time.time() * 1000) + 700_000)  # past producer.id.expiration.check.interval.ms\n"
+        "cluster.close()\n"
+        "print(sorted(name for name in sys.modules if name.startswith('kafkalite.broker.core.txn.')\n"
+        "             or name in ('shutil', 'bz2', 'lzma')))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.split() == ["['kafkalite.broker.core.txn.producer_ids']"]
