@@ -9,7 +9,11 @@ with an empty data directory on a free loopback port, ``--runs`` times. For each
 long after the exec the port accepted a connection and how long until the answer to an ApiVersions
 v0 request came back, and the CPU time the process used (user and system, from its start to its
 exit after SIGTERM, which the wall-clock figures of a busy machine do not disturb as much), then
-the median and the least of each. ``--editable`` runs the checkout itself instead.
+the median and the least of each. Once ApiVersions is answered, the same connection asks for
+Metadata v1 of one topic (which creates it, as ``auto.create.topics.enable`` does) and produces one
+record to it with acks=1 (Produce v3): the time to each answer is printed too, so a start that
+answered ApiVersions early but left the rest of the broker to load later would show it.
+``--editable`` runs the checkout itself instead.
 ``--importtime`` prints the 15 slowest imports of one start (``python -X importtime``).
 ``--against CHECKOUT`` installs another checkout (say one of the main branch) the same way and
 alternates runs between the two, so a busy machine's load falls on both alike; the medians of each
@@ -37,6 +41,86 @@ REPO = Path(__file__).resolve().parents[1]
 # ApiVersions v0, correlation id 7, client id "startup": size, key 18, version 0, id, client id
 _BODY = struct.pack(">hhih", 18, 0, 7, 7) + b"startup"
 REQUEST = struct.pack(">i", len(_BODY)) + _BODY
+TOPIC = b"startup"
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _frame(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
+    header = struct.pack(">hhih", api_key, version, correlation_id, 7) + b"startup"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _record_batch(value: bytes, timestamp_ms: int) -> bytes:
+    """One magic-2 batch of one record (no key, no headers), written by hand."""
+    record = bytes([0, 0, 0, 1]) + bytes([len(value) * 2]) + value + bytes([0])  # attrs, ts/offset deltas, key -1
+    records = bytes([len(record) * 2]) + record  # each length a zigzag varint (all below 64 here)
+    after_crc = (struct.pack(">hiqqqhii", 0, 0, timestamp_ms, timestamp_ms, -1, -1, -1, 1) + records)
+    after_length = struct.pack(">ibI", -1, 2, crc32c(after_crc)) + after_crc
+    return struct.pack(">qi", 0, len(after_length)) + after_length
+
+
+# Metadata v1 of TOPIC (auto-created), correlation id 8
+METADATA = _frame(3, 1, 8, struct.pack(">ih", 1, len(TOPIC)) + TOPIC)
+
+
+def produce_request() -> bytes:
+    """Produce v3 of one record to TOPIC's partition 0 with acks=1, correlation id 9."""
+    batch = _record_batch(b"hello", int(time.time() * 1000))
+    body = (struct.pack(">hhi", -1, 1, 30_000) + struct.pack(">ih", 1, len(TOPIC)) + TOPIC
+            + struct.pack(">iii", 1, 0, len(batch)) + batch)
+    return _frame(0, 3, 9, body)
+
+
+def _read_frame(connection: socket.socket) -> bytes:
+    data = b""
+    while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
+        chunk = connection.recv(65536)
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return data[4:]
+
+
+def _string_end(frame: bytes, position: int) -> int:
+    (size,) = struct.unpack_from(">h", frame, position)
+    return position + 2 + max(size, 0)
+
+
+def metadata_topic_error(frame: bytes) -> int:
+    """The error code of the one topic in a Metadata v1 answer (after its correlation id)."""
+    position = 4
+    (brokers,) = struct.unpack_from(">i", frame, position)
+    position += 4
+    for _ in range(brokers):
+        position = _string_end(frame, position + 4) + 4  # node id, host, port
+        position = _string_end(frame, position)  # rack
+    position += 4 + 4  # controller id, topic count
+    return int(struct.unpack_from(">h", frame, position)[0])
+
+
+def produce_error(frame: bytes) -> int:
+    """The error code of the one partition in a Produce v3 answer (after its correlation id)."""
+    position = _string_end(frame, 4 + 4) + 4  # topic count, name, partition count
+    return int(struct.unpack_from(">h", frame, position + 4)[0])  # after the partition index
 
 
 def free_port() -> int:
@@ -59,8 +143,19 @@ def one_floor(env: dict[str, str], cwd: Path) -> tuple[float, float]:
     return time.perf_counter() - started, children_cpu_s() - cpu
 
 
-def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) -> tuple[float, float, float, str]:
-    """Seconds to accepting and to the first ApiVersions answer, the process's CPU seconds, its stderr."""
+class Start:
+    """One start's figures, in seconds from the exec (NaN when that step failed)."""
+
+    def __init__(self) -> None:
+        nan = float("nan")
+        self.accepted = self.answered = self.metadata = self.produced = self.cpu = nan
+        self.errors = ""
+
+
+def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) -> Start:
+    """Seconds to accepting, to the first ApiVersions, Metadata and Produce answers, and the process's
+    CPU seconds and stderr."""
+    start = Start()
     cpu = children_cpu_s()
     port = free_port()
     data = Path(tempfile.mkdtemp(prefix="data-", dir=cwd))
@@ -68,21 +163,28 @@ def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) ->
                "--listeners", f"PLAINTEXT://127.0.0.1:{port}", "--data-dir", str(data)]
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    accepted = answered = float("nan")
     try:
         deadline = started + 30
         while time.perf_counter() < deadline and process.poll() is None:
             try:
                 connection = socket.create_connection(("127.0.0.1", port), timeout=5)
             except OSError:
-                time.sleep(0.0005)
+                time.sleep(0.0005)  # polling a port that is not open yet: no condition to wait on
                 continue
-            accepted = time.perf_counter() - started
+            start.accepted = time.perf_counter() - started
             with connection:
                 connection.sendall(REQUEST)
-                head = connection.recv(8)
-                if len(head) >= 8 and struct.unpack(">ii", head[:8])[1] == 7:
-                    answered = time.perf_counter() - started
+                if struct.unpack_from(">i", _read_frame(connection))[0] != 7:
+                    break
+                start.answered = time.perf_counter() - started
+                connection.sendall(METADATA)
+                if metadata_topic_error(_read_frame(connection)) != 0:
+                    break
+                start.metadata = time.perf_counter() - started
+                connection.sendall(produce_request())
+                if produce_error(_read_frame(connection)) != 0:
+                    break
+                start.produced = time.perf_counter() - started
             break
     finally:
         process.terminate()
@@ -92,7 +194,9 @@ def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) ->
             process.kill()
             _, errors = process.communicate()
         shutil.rmtree(data, ignore_errors=True)
-    return accepted, answered, children_cpu_s() - cpu, errors.decode(errors="replace")
+    start.cpu = children_cpu_s() - cpu
+    start.errors = errors.decode(errors="replace")
+    return start
 
 
 def install(checkout: Path, target: Path, scratch: Path) -> None:
@@ -129,8 +233,8 @@ def main() -> None:
               "installed with pip (not editable) into scratch directories")
         for _, env, cwd in sides:
             one_start(env, cwd)  # the first start after an install warms the page cache
-        results: dict[str, tuple[list[float], list[float], list[float]]] = {
-            label: ([], [], []) for label, _, _ in sides}
+        results: dict[str, tuple[list[float], list[float], list[float], list[float], list[float]]] = {
+            label: ([], [], [], [], []) for label, _, _ in sides}
         floors: tuple[list[float], list[float]] = ([], [])
         for run in range(a.runs):
             if a.floor:
@@ -140,26 +244,29 @@ def main() -> None:
                 print(f"import asyncio, uvloop run {run + 1}: {wall * 1000:.0f} ms from exec to exit, "
                       f"CPU {cpu * 1000:.0f} ms")
             for label, env, cwd in sides:
-                accepted, answered, cpu, errors = one_start(env, cwd)
-                if answered != answered:  # NaN: no answer
-                    print(f"{label} run {run + 1}: no answer; the broker said: {errors[-500:]}")
+                start = one_start(env, cwd)
+                figures = (start.accepted, start.answered, start.metadata, start.produced, start.cpu)
+                if any(value != value for value in figures):  # NaN: a step was not answered
+                    print(f"{label} run {run + 1}: a request went unanswered; the broker said: "
+                          f"{start.errors[-500:]}")
                     continue
-                for column, value in zip(results[label], (accepted, answered, cpu), strict=True):
+                for column, value in zip(results[label], figures, strict=True):
                     column.append(value * 1000)
-                print(f"{label} run {run + 1}: accepting after {accepted * 1000:.0f} ms, ApiVersions answered "
-                      f"after {answered * 1000:.0f} ms, CPU {cpu * 1000:.0f} ms")
+                print(f"{label} run {run + 1}: accepting after {start.accepted * 1000:.0f} ms, answered "
+                      f"ApiVersions after {start.answered * 1000:.0f}, Metadata {start.metadata * 1000:.0f}, "
+                      f"Produce {start.produced * 1000:.0f} ms, CPU {start.cpu * 1000:.0f} ms")
         print("median / least, in ms:")
         if floors[0]:
             print(f"import asyncio, uvloop: {_spread(floors[0])} from exec to exit, CPU {_spread(floors[1])}")
-        for label, (accepts, answers, cpus) in results.items():
+        for label, (accepts, answers, metadatas, produces, cpus) in results.items():
             if answers:
                 print(f"{label}, {len(answers)} runs: accepting {_spread(accepts)}, first ApiVersions answer "
-                      f"{_spread(answers)}, CPU to start, answer and stop {_spread(cpus)}")
+                      f"{_spread(answers)}, Metadata {_spread(metadatas)}, Produce {_spread(produces)}, "
+                      f"CPU to start, answer and stop {_spread(cpus)}")
         if a.importtime:
             _, env, cwd = sides[0]
-            _, _, _, errors = one_start(env, cwd, ["-X", "importtime"])
             rows = []
-            for line in errors.splitlines():
+            for line in one_start(env, cwd, ["-X", "importtime"]).errors.splitlines():
                 if line.startswith("import time:") and "|" in line:
                     parts = [part.strip() for part in line.removeprefix("import time:").split("|")]
                     if parts[0].isdigit():

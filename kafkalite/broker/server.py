@@ -62,7 +62,8 @@ WARM_UP_DELAY_S = 0.1
 WARM_UP_FIRST = (3, 0, 1, 2, 10, 22, 9, 11, 14, 12, 8, 13, 19, 32, 60)
 # what the cluster imports when it builds a room on first use (besides the handlers)
 WARM_UP_MODULES = ("kafkalite.broker.core.group.coordinator", "kafkalite.broker.core.share.manager",
-                   "kafkalite.broker.core.log.cleaner", "kafkalite.broker.security.scram",
+                   "kafkalite.broker.core.log.cleaner", "kafkalite.broker.core.txn.coordinator",
+                   "kafkalite.broker.security.scram",
                    "kafkalite.broker.security.acls")
 CLEANER_OFF_CHECK_S = 5.0  # while compaction is turned off, how often to look whether it was turned on
 

@@ -135,19 +135,26 @@ def parse_request(frame: bytes | bytearray | memoryview) -> RequestFrame:
 
 
 _PRODUCE, _FETCH = 0, 1  # the API keys with hand-written codecs
-_hand_codecs: dict[str, Any] = {}  # filled on first use: a start that answers ApiVersions needs neither
+# Each filled on the first use of its API: a start that answers ApiVersions needs neither, and the
+# first Produce does not wait for Fetch's codec (nor the first Fetch for Produce's).
+_produce_codec: dict[str, Any] = {}
+_fetch_codec: dict[str, Any] = {}
 
 
-def _load_hand_codecs() -> dict[str, Any]:
-    from kafkalite.protocol.fetch_codec import decode_fetch_request, encode_fetch_response
-    from kafkalite.protocol.messages.fetch_response import FetchResponse
+def _load_produce_codec() -> dict[str, Any]:
     from kafkalite.protocol.messages.produce_response import ProduceResponse
     from kafkalite.protocol.produce_codec import decode_produce_request, encode_produce_response
 
-    _hand_codecs.update(decode_produce=decode_produce_request, encode_produce=encode_produce_response,
-                        decode_fetch=decode_fetch_request, encode_fetch=encode_fetch_response,
-                        produce_response=ProduceResponse, fetch_response=FetchResponse)
-    return _hand_codecs
+    _produce_codec.update(decode=decode_produce_request, encode=encode_produce_response, response=ProduceResponse)
+    return _produce_codec
+
+
+def _load_fetch_codec() -> dict[str, Any]:
+    from kafkalite.protocol.fetch_codec import decode_fetch_request, encode_fetch_response
+    from kafkalite.protocol.messages.fetch_response import FetchResponse
+
+    _fetch_codec.update(decode=decode_fetch_request, encode=encode_fetch_response, response=FetchResponse)
+    return _fetch_codec
 
 
 def decode_request_body(request_type: type[Message], reader: Reader, api_version: int) -> Message:
@@ -156,9 +163,9 @@ def decode_request_body(request_type: type[Message], reader: Reader, api_version
     api_key = request_type.API_KEY
     message: Message  # annotated rather than cast(): no call, no type built at run time, per request
     if api_key == _PRODUCE:
-        message = (_hand_codecs or _load_hand_codecs())["decode_produce"](reader, api_version)
+        message = (_produce_codec or _load_produce_codec())["decode"](reader, api_version)
     elif api_key == _FETCH:
-        message = (_hand_codecs or _load_hand_codecs())["decode_fetch"](reader, api_version)
+        message = (_fetch_codec or _load_fetch_codec())["decode"](reader, api_version)
     else:
         message = request_type.decode_from(reader, api_version)
     return message
@@ -210,15 +217,16 @@ def encode_response(
     Produce and Fetch answers are made by ``produce_codec`` and ``fetch_codec`` (the same bytes).
     """
     response_key = response.API_KEY
-    if response_key == _PRODUCE or response_key == _FETCH:
-        codecs = _hand_codecs or _load_hand_codecs()
-        response_type = type(response)
-        if response_type is codecs["produce_response"]:
-            frame = codecs["encode_produce"](response, api_version, correlation_id)
+    if response_key == _PRODUCE:
+        codec = _produce_codec or _load_produce_codec()
+        if type(response) is codec["response"]:
+            frame = codec["encode"](response, api_version, correlation_id)
             if frame is not None:
                 return [frame]
-        elif response_type is codecs["fetch_response"]:
-            fetch_buffers: list[bytes | bytearray | memoryview] | None = codecs["encode_fetch"](
+    elif response_key == _FETCH:
+        codec = _fetch_codec or _load_fetch_codec()
+        if type(response) is codec["response"]:
+            fetch_buffers: list[bytes | bytearray | memoryview] | None = codec["encode"](
                 response, api_version, correlation_id)
             if fetch_buffers is not None:
                 return fetch_buffers

@@ -99,7 +99,8 @@ def test_starts_and_answers_api_versions(fresh_broker: Callable[..., BrokerProce
 
 # What a bare start loads: the code of APIs no client asked for stays on disk.
 NOT_IMPORTED_BY_A_BARE_START = (
-    "kafkalite.broker.core.group", "kafkalite.broker.core.share.manager", "kafkalite.broker.security",
+    "kafkalite.broker.core.group", "kafkalite.broker.core.share.manager", "kafkalite.broker.core.txn.coordinator",
+    "kafkalite.broker.core.txn.state", "kafkalite.broker.security",
     "kafkalite.broker.admin", "kafkalite.client", "kafkalite.cli.app", "click",
     # the config keys of what a single node does not do, and DescribeConfigs' rows (kafkalite.broker.config.table)
     "kafkalite.broker.config.kafka_keys", "kafkalite.broker.config.entries", "difflib",
@@ -109,6 +110,7 @@ NOT_IMPORTED_BY_A_BARE_START = (
     "cramjam", "lz4", "zstandard",
     "encodings.idna",  # (listen.py gives getaddrinfo an ASCII host as bytes)
     "argparse", "gettext",  # plain arguments are read without argparse (cli/serve.py)
+    "shutil", "bz2", "lzma",  # (shutil imports both) removing a partition's files is not a start's work
 )
 
 

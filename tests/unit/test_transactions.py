@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -422,3 +425,96 @@ def test_a_failed_transaction_log_write_changes_nothing_and_is_retriable(monkeyp
     assert metadata is not None and (metadata.state, metadata.producer_epoch) == (S.EMPTY, epoch)
     monkeypatch.undo()
     assert harness.coordinator.add_partitions("tx", producer_id, epoch, [("out", 0)]) == ErrorCode.NONE
+
+
+# --- built on first use -------------------------------------------------------------------------
+
+
+def open_cluster(data_dir: Path, **configs: str) -> Cluster:
+    cluster = Cluster(BrokerConfig({"log.dirs": str(data_dir), "transaction.state.log.num.partitions": "3",
+                                    **configs}))
+    cluster.open()
+    return cluster
+
+
+def idempotent_batch(producer_id: int, sequence: int, *, transactional: bool = False,
+                     timestamp_ms: int = START) -> bytearray:
+    builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=0, base_sequence=sequence,
+                                 is_transactional=transactional)
+    builder.append(timestamp=timestamp_ms, key=None, value=b"v")
+    return builder.build()
+
+
+def test_the_coordinator_is_built_by_its_first_use_or_at_open_when_its_topic_exists(tmp_path: Path) -> None:
+    cluster = open_cluster(tmp_path)
+    assert "transactions" not in vars(cluster)  # an empty data directory: nothing to replay
+    partition = cluster.topics.create("out", 1).partitions[0]
+    partition.append_from_client(idempotent_batch(5, 0), START, cluster.verify_transaction)
+    assert "transactions" not in vars(cluster)  # an idempotent batch asks nothing of it
+    with pytest.raises(KafkaError) as refused:
+        partition.append_from_client(idempotent_batch(6, 0, transactional=True), START, cluster.verify_transaction)
+    assert refused.value.error_code == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert "transactions" in vars(cluster)
+    result = cluster.transactions.init_producer_id("tx", 10_000)
+    assert result.error == ErrorCode.NONE and result.producer_id > 5  # above every id the partitions know
+    cluster.close()
+    cluster = open_cluster(tmp_path)
+    assert "transactions" in vars(cluster)  # __transaction_state exists: replayed at open
+    assert cluster.transactions.get("tx") is not None
+    cluster.close()
+
+
+def test_idle_producers_expire_and_are_snapshotted_without_a_coordinator(tmp_path: Path) -> None:
+    expiry = {"producer.id.expiration.ms": "10000", "producer.id.expiration.check.interval.ms": "100"}
+    cluster = open_cluster(tmp_path, **expiry)
+    now = int(time.time() * 1000)
+    partition = cluster.topics.create("out", 1).partitions[0]
+    partition.append_from_client(idempotent_batch(5, 0, timestamp_ms=now), now)
+    partition.append_from_client(idempotent_batch(6, 0, timestamp_ms=now), now)
+    cluster.periodic(now + 5000)  # checked, neither idle for long enough
+    assert sorted(partition.producer_state.producers) == [5, 6]
+    cluster.close()  # a clean stop snapshots the producer state
+    assert [path.name for path in (tmp_path / "out-0").glob("*.snapshot")] == ["00000000000000000002.snapshot"]
+    cluster = open_cluster(tmp_path, **expiry)
+    reopened = cluster.topics.partition("out", 0)
+    assert reopened is not None and sorted(reopened.producer_state.producers) == [5, 6]
+    cluster.periodic(now + 60_000)
+    assert not reopened.producer_state.producers
+    assert "transactions" not in vars(cluster)
+    cluster.close()
+
+
+def test_a_producer_id_block_alone_builds_the_coordinator_at_open_and_is_read_then(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cluster = open_cluster(tmp_path)
+    idempotent = cluster.transactions.init_producer_id(None, 10_000)  # writes producer-id-block, no transaction log
+    cluster.close()
+    assert cluster.topics.get("__transaction_state") is None and (tmp_path / PRODUCER_ID_FILE).exists()
+    cluster = open_cluster(tmp_path)
+    assert "transactions" in vars(cluster)
+    assert cluster.transactions.init_producer_id(None, 10_000).producer_id >= idempotent.producer_id + 1
+    cluster.close()
+    (tmp_path / PRODUCER_ID_FILE).write_text("version=0\nnext.block.start=many\n", encoding="ascii")
+    with caplog.at_level("WARNING", logger="kafkalite.producer_ids"):
+        cluster = open_cluster(tmp_path)
+    assert "unreadable" in caplog.text  # said at start, as when the coordinator always opened there
+    cluster.close()
+
+
+def test_opening_and_closing_an_empty_data_directory_imports_no_transaction_room(tmp_path: Path) -> None:
+    """In a fresh interpreter: a cluster opened on an empty data directory, given a topic and closed,
+    loads neither the transaction coordinator nor shutil (which imports bz2 and lzma)."""
+    script = (
+        "import sys\n"
+        "from kafkalite.broker.config import BrokerConfig\n"
+        "from kafkalite.broker.core.cluster import Cluster\n"
+        f"cluster = Cluster(BrokerConfig({{'log.dirs': {str(tmp_path / 'data')!r}}}))\n"
+        "cluster.open()\n"
+        "cluster.topics.create('out', 2)\n"
+        "import time\n"
+        "cluster.periodic(int(time.time() * 1000) + 700_000)  # past producer.id.expiration.check.interval.ms\n"
+        "cluster.close()\n"
+        "print(sorted(name for name in sys.modules if name.startswith('kafkalite.broker.core.txn.')\n"
+        "             or name in ('shutil', 'bz2', 'lzma')))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.split() == ["['kafkalite.broker.core.txn.producer_ids']"]

@@ -18,20 +18,27 @@ collaborators (nothing below this module imports it):
 * ``transactions`` (``txn.coordinator.TransactionCoordinator``): producer ids and transactions,
   written to ``__transaction_state`` (``transaction_log``); it tells the group coordinator when a
   transaction's offsets commit or abort;
+* the partitions' producer state, kept here: idle producers are forgotten every
+  ``producer.id.expiration.check.interval.ms`` and a clean ``close`` snapshots every partition's
+  producer state, whether or not a transaction coordinator was ever built;
 * ``dynamic_configs`` (``dynamic_configs.DynamicConfigs``): dynamic broker configs, client-metrics
   subscriptions and group configs, kept in the data directory; a broker config change calls
   ``broker_config_changed``;
 * ``scram_credentials`` and ``acls`` (``kafkalite.broker.security``): users' SCRAM credentials and the
   ACL bindings, each kept in a file of the data directory.
 
-Built when first used: the group coordinator, the share partitions, the SCRAM credentials, the
-ACLs, the fetch session cache (the first Fetch) and the log cleaner (its first slice, which the
-server runs a moment after it listens), with their modules, so that a broker answers its first
-request without loading rooms no client has used yet. ``open`` builds the group coordinator and
-the share partitions at once when their internal topic exists, so what was stored is replayed and
-its timers armed at start, as before; without the topic there is nothing to replay and no timer
-to arm, and the first request that reaches one builds it (empty) then. ``periodic`` and ``close``
-leave alone what was never built.
+Built when first used: the group coordinator, the share partitions, the transaction coordinator,
+the SCRAM credentials, the ACLs, the fetch session cache (the first Fetch) and the log cleaner (its
+first slice, which the server runs a moment after it listens), with their modules, so that a broker
+answers its first requests without loading rooms no client has used yet. ``open`` builds the group
+coordinator, the share partitions and the transaction coordinator at once when their internal topic
+exists (the transaction coordinator also when ``producer-id-block`` does), so what was stored is
+read, replayed (a prepared transaction completed) and its timers armed at start, with the same
+warnings, as before; without them there is nothing to read or replay and no timer to arm, and the
+first request that reaches one builds it (empty) then: the transaction coordinator is built by the
+first InitProducerId, transactional request or transactional batch to verify, and then reserves
+producer ids above every one the partitions still remember, as it did at start. ``periodic`` and
+``close`` leave alone what was never built.
 
 Nothing here touches sockets; ``kafkalite.broker.server`` opens and closes it and calls ``periodic``
 from a timer. Settings that requests read on every call are resolved here once (``flush_on_ack``,
@@ -42,6 +49,7 @@ from a timer. Settings that requests read on every call are resolved here once (
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -60,8 +68,7 @@ from kafkalite.broker.core.dynamic_configs import DynamicConfigs
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
 from kafkalite.broker.core.topics import TopicManager, log_config
-from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
-from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
+from kafkalite.broker.core.txn.producer_ids import PRODUCER_ID_FILE
 from kafkalite.broker.limits import segment_file_budget
 
 if TYPE_CHECKING:
@@ -71,10 +78,13 @@ if TYPE_CHECKING:
     from kafkalite.broker.core.group.store import GroupSettings
     from kafkalite.broker.core.group.timers import Timers
     from kafkalite.broker.core.log_cleaner import LogCleaner
+    from kafkalite.broker.core.partition import Partition
     from kafkalite.broker.core.share.config import ShareSettings
     from kafkalite.broker.core.share.manager import SharePartitionManager
+    from kafkalite.broker.core.txn.coordinator import TransactionCoordinator
     from kafkalite.broker.security.acls import AclStore
     from kafkalite.broker.security.scram import ScramCredentials
+    from kafkalite.protocol.errors import ErrorCode
 
 log = logging.getLogger("kafkalite.cluster")
 
@@ -115,7 +125,8 @@ class Cluster:
         self.transaction_log = CoordinatorLog(self.topics, TRANSACTION_STATE_TOPIC,
                                               config.get_int("transaction.state.log.num.partitions"),
                                               config.get_int("transaction.state.log.segment.bytes"))
-        self.transactions = self.build_transaction_coordinator()
+        self._producer_expiration_ms = self._producers_check_interval_ms = 0  # (broker_config_changed)
+        self._producers_checked_ms = 0  # when idle producers were last looked for
         self.dynamic_configs = DynamicConfigs(config, self.node_id, data_dir, self.broker_config_changed)
 
     # built when first used (see the module docstring) -----------------------------------------
@@ -137,6 +148,19 @@ class Cluster:
         if self._opened:
             coordinator.open()
         return coordinator
+
+    @cached_property
+    def transactions(self) -> TransactionCoordinator:
+        coordinator = self.build_transaction_coordinator()
+        if self._opened:
+            coordinator.open()
+        return coordinator
+
+    def verify_transaction(self, producer_id: int, producer_epoch: int, partition: Partition) -> ErrorCode:
+        """May a transaction's first batch land in ``partition``? (the transaction coordinator's
+        ``verify_partition``, for Produce: a broker no transactional producer has used yet builds the
+        coordinator only when a transactional batch arrives.)"""
+        return self.transactions.verify_partition(producer_id, producer_epoch, partition)
 
     @cached_property
     def share_state_log(self) -> CoordinatorLog:
@@ -205,6 +229,9 @@ class Cluster:
                                       ) -> TransactionCoordinator:
         """A transaction coordinator on this cluster's topics, telling ``group_coordinator`` about
         transactional offsets (tests pass a manual clock and marker scheduler)."""
+        from kafkalite.broker.core.txn.coordinator import TransactionCoordinator, TransactionSettings
+        from kafkalite.broker.core.txn.producer_ids import ProducerIdAllocator
+
         return TransactionCoordinator(self.topics, self.transaction_log, ProducerIdAllocator(self.data_dir),
                                       self.config.settings(TransactionSettings), offsets_log=self.offsets_log,
                                       complete_offsets=lambda producer_id, commit: self.group_coordinator
@@ -232,6 +259,7 @@ class Cluster:
         self.broker_config_changed()
         self.log_manager.open()
         self.topics.load()
+        self._producers_checked_ms = int(time.time() * 1000)
         self._opened = True
         if self._built("share_partitions"):
             self.share_partitions.open()
@@ -241,7 +269,11 @@ class Cluster:
             self.group_coordinator.open()
         elif self.topics.get(OFFSETS_TOPIC) is not None:
             _ = self.group_coordinator
-        self.transactions.open()
+        if self._built("transactions"):
+            self.transactions.open()
+        elif self.topics.get(TRANSACTION_STATE_TOPIC) is not None or (
+                self.data_dir is not None and (self.data_dir / PRODUCER_ID_FILE).exists()):
+            _ = self.transactions  # built, its producer ids read and its log replayed now
 
     def stop_log_cleaner(self) -> None:
         """Stop compacting (nothing to do when no cleaning ever ran)."""
@@ -254,14 +286,24 @@ class Cluster:
             self.group_coordinator.close()
         if self._built("share_partitions"):
             self.share_partitions.close()
-        self.transactions.close(clean=clean)
+        if clean:  # the next start replays no producer state
+            for partition in self._partitions():
+                try:
+                    partition.snapshot_producer_state()
+                except OSError as exc:
+                    log.warning("%s: could not write a producer state snapshot: %s", partition, exc)
         self.log_manager.close(clean=clean)
 
     def broker_config_changed(self) -> None:
         """A dynamic broker config changed: re-derive what was resolved from it."""
         self.log_manager.default_config = log_config(self.config.topic_settings())
         self.topics.refresh_settings()
-        self.transactions.settings = self.config.settings(TransactionSettings)
+        if self._built("transactions"):
+            from kafkalite.broker.core.txn.coordinator import TransactionSettings
+
+            self.transactions.settings = self.config.settings(TransactionSettings)
+        self._producer_expiration_ms = self.config.get_int("producer.id.expiration.ms")
+        self._producers_check_interval_ms = self.config.get_int("producer.id.expiration.check.interval.ms")
         if self._built("log_cleaner"):
             from kafkalite.broker.core.log_cleaner import CleanerSettings
 
@@ -278,13 +320,22 @@ class Cluster:
 
     def periodic(self, now_ms: int) -> None:
         """Timer work: retention (when its check is due), time-based segment rolls and flushes, group,
-        share-partition and transaction timers."""
+        share-partition and transaction timers, and forgetting idle producers."""
         self.log_manager.run_periodic(now_ms)
         if self._built("group_coordinator"):
             self.group_coordinator.periodic(now_ms)
         if self._built("share_partitions"):
             self.share_partitions.periodic(now_ms)
-        self.transactions.periodic(now_ms)
+        if self._built("transactions"):
+            self.transactions.periodic(now_ms)
+        if now_ms - self._producers_checked_ms >= self._producers_check_interval_ms:
+            self._producers_checked_ms = now_ms
+            for partition in self._partitions():
+                partition.remove_expired_producers(now_ms, self._producer_expiration_ms)
+
+    def _partitions(self) -> Iterable[Partition]:
+        for topic in self.topics:
+            yield from topic.partitions
 
     # identity --------------------------------------------------------------------------------
     def _load_identity(self) -> str:

@@ -77,6 +77,8 @@ def log_config(settings: TopicConfig) -> LogConfig:
 
 @dataclass(slots=True)
 class Topic:
+    """A topic: its id, effective configs and overrides, and its partitions."""
+
     name: str
     topic_id: uuid.UUID
     settings: TopicConfig  # every topic config's effective value (the override, else the broker default)

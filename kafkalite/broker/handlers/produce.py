@@ -57,7 +57,7 @@ def handle_produce(context: RequestContext, request: ProduceRequest) -> ProduceR
     now_ms = int(time.time() * 1000)
     flush = acks == -1 and cluster.flush_on_ack
     written: list[tuple[Partition, PartitionProduceResponse]] = []
-    verify = cluster.transactions.verify_partition if cluster.verify_transactions else None
+    verify = cluster.verify_transaction if cluster.verify_transactions else None
     refusal = None if version >= _MIN_SERVED_VERSION and acks in (0, 1, -1) else _refusal(version, acks)
     topics = cluster.topics
     for topic_data in request.topic_data:

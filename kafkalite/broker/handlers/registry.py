@@ -55,6 +55,8 @@ class RequestContext:
 
 @dataclass(frozen=True, slots=True)
 class ApiHandler:
+    """One API's handler, the versions it serves and its request and response classes."""
+
     api_key: int
     name: str
     min_version: int

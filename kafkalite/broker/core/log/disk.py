@@ -28,7 +28,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import shutil
 import struct
 import uuid
 from bisect import bisect_left
@@ -736,6 +735,8 @@ class DiskLog(SegmentedLog):
             self.directory.rename(doomed)
         except FileNotFoundError:
             return
+        import shutil  # (here: it imports bz2 and lzma, which no start needs)
+
         remove = partial(shutil.rmtree, doomed, ignore_errors=True)
         if self.background is None:
             remove()

@@ -95,6 +95,8 @@ class CommitThreads:
 
 @dataclass(slots=True)
 class _Flush:
+    """One log's part of a round: what to sync, and the answers waiting for it."""
+
     pending: PendingFlush
     waiting: list[Waiter]
     failure: OSError | None = None
@@ -102,6 +104,8 @@ class _Flush:
 
 @dataclass(slots=True)
 class _Round:
+    """One round of fsyncs, shared by every answer that joined it before it started."""
+
     flushes: dict[PartitionLog, _Flush] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     started: bool = False  # set by the job when its fsyncs begin: nobody joins after that

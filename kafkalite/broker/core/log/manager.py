@@ -41,7 +41,6 @@ import base64
 import heapq
 import logging
 import os
-import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -180,6 +179,8 @@ class LogManager:
             if not directory.is_dir():
                 continue
             if directory.name.endswith(_DELETE_SUFFIX):
+                import shutil  # (here: it imports bz2 and lzma, which no start needs)
+
                 shutil.rmtree(directory, ignore_errors=True)
                 continue
             if directory.name.endswith(_FUTURE_SUFFIX):
@@ -218,6 +219,8 @@ class LogManager:
     def _finish_move(self, future: Path, topic_partition: TopicPartition, configs: Mapping[str, LogConfig],
                      now: int) -> None:
         """A move a crash interrupted: complete it if its source is gone, else drop the copy."""
+        import shutil  # (here: it imports bz2 and lzma, which no start needs)
+
         if topic_partition in self.logs:
             shutil.rmtree(future, ignore_errors=True)
             return
@@ -290,6 +293,8 @@ class LogManager:
         """Move a partition's log to another log directory; the new log, which replaces the old one
         (closed, not to be used again). Blocks while the files are copied and fsynced. If the copy
         fails, the log is reopened where it was (``logs`` holds it) and the OSError raised."""
+        import shutil  # (here: it imports bz2 and lzma, which no start needs)
+
         key = (topic, partition)
         source = self._dir_of.get(key)
         partition_log = self.logs.get(key)
@@ -632,6 +637,8 @@ def _remove_new_directory(directory: Path) -> None:
     except FileNotFoundError:
         pass
     except OSError:
+        import shutil
+
         shutil.rmtree(directory, ignore_errors=True)
 
 

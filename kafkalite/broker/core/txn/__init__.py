@@ -37,9 +37,11 @@ Timers (``periodic``, from the broker's timer): every
 ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, Ongoing transactions older than
 their timeout are fenced (epoch + 1) and aborted; every
 ``transaction.remove.expired.transaction.cleanup.interval.ms``, ids idle (Empty or Complete*) for
-``transactional.id.expiration.ms`` are forgotten with a tombstone; every
-``producer.id.expiration.check.interval.ms``, partitions forget idle producers. ``clock`` and
-``schedule`` are injectable, so tests drive every timeout and every step without sleeping.
+``transactional.id.expiration.ms`` are forgotten with a tombstone. (Idle producers are forgotten,
+and producer state snapshotted at a clean stop, by the cluster, which needs no coordinator for it:
+``Cluster`` builds this one only when ``__transaction_state`` exists or a request needs it.)
+``clock`` and ``schedule`` are injectable, so tests drive every timeout and every step without
+sleeping.
 
 The produce path asks ``verify_partition`` before a transaction's first batch lands in a partition
 (KIP-890's verification): only partitions added to the producer's ongoing transaction accept it.

@@ -50,10 +50,8 @@ class TransactionSettings:
 
     max_timeout_ms: int = config_field("transaction.max.timeout.ms")
     transactional_id_expiration_ms: int = config_field("transactional.id.expiration.ms")
-    producer_id_expiration_ms: int = config_field("producer.id.expiration.ms")
     abort_timed_out_interval_ms: int = config_field("transaction.abort.timed.out.transaction.cleanup.interval.ms")
     remove_expired_interval_ms: int = config_field("transaction.remove.expired.transaction.cleanup.interval.ms")
-    producer_id_expiration_check_interval_ms: int = config_field("producer.id.expiration.check.interval.ms")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +110,7 @@ class TransactionCoordinator:
             highest = max(highest, partition.producer_state.max_producer_id())
         self.producer_ids.open(at_least=highest + 1)
         now = self.clock()
-        self._last_run = dict.fromkeys(("timeouts", "expiration", "producers"), now)
+        self._last_run = dict.fromkeys(("timeouts", "expiration"), now)
         prepared = [m.transactional_id for m in self._transactions.values() if m.state.preparing]
         for transactional_id in prepared:
             self._schedule_markers(transactional_id)
@@ -120,18 +118,8 @@ class TransactionCoordinator:
             log.info("loaded %d transactional ids from %d %s records (%d prepared, completing them)",
                      len(self._transactions), count, TRANSACTION_STATE_TOPIC, len(prepared))
 
-    def close(self, clean: bool = True) -> None:
-        """Snapshot every partition's producer state (a clean shutdown), so the next start replays nothing."""
-        if not clean:
-            return
-        for partition in self._partitions():
-            try:
-                partition.snapshot_producer_state()
-            except OSError as exc:
-                log.warning("%s: could not write a producer state snapshot: %s", partition, exc)
-
     def periodic(self, now_ms: int) -> None:
-        """Abort timed-out transactions, forget expired ids and idle producers, retry stuck markers."""
+        """Abort timed-out transactions, forget expired ids, retry stuck markers."""
         settings = self.settings
         if self._due("timeouts", now_ms, settings.abort_timed_out_interval_ms):
             self.abort_timed_out(now_ms)
@@ -140,9 +128,6 @@ class TransactionCoordinator:
                     self._schedule_markers(metadata.transactional_id)
         if self._due("expiration", now_ms, settings.remove_expired_interval_ms):
             self.expire_transactional_ids(now_ms)
-        if self._due("producers", now_ms, settings.producer_id_expiration_check_interval_ms):
-            for partition in self._partitions():
-                partition.remove_expired_producers(now_ms, settings.producer_id_expiration_ms)
 
     def _due(self, name: str, now_ms: int, interval_ms: int) -> bool:
         if now_ms - self._last_run.get(name, 0) < interval_ms:
