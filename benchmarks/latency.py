@@ -295,9 +295,10 @@ def main() -> None:
                     if cpu_before is not None and cpu_after is not None:
                         into["cpu"].append((cpu_after - cpu_before) / sent * 1e6)
                     label = name if client == "client" else f"{name} (raw)"
+                    counted = len(result["ends"] or result["acked"])
                     print(f"  rep{rep + 1} {label:30s} {rate:>6}/s acks={acks:3s} ack p50"
                           f" {percentile(result['acked'], 0.5):6.2f} ms  end-to-end p50"
-                          f" {percentile(result['ends'], 0.5):6.2f} ms  ({len(result['ends'] or result['acked'])} records,"
+                          f" {percentile(result['ends'], 0.5):6.2f} ms  ({counted} records,"
                           f" {result['failures']} failed; server CPU"
                           f" {into['cpu'][-1] if into['cpu'] else float('nan'):.0f} µs/record)", flush=True)
         print(f"\nlatency in ms, {SIZE}-byte records, linger.ms 0, over {a.reps} rep(s) of {a.seconds:g} s;"
