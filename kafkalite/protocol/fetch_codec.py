@@ -94,13 +94,19 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
     flexible = version >= 12
     view = reader.view
     fixed = _REQUEST[version]
-    values = list(fixed.unpack_from(view, reader.pos))
+    values = fixed.unpack_from(view, reader.pos)
     reader.pos += fixed.size
-    replica_id = values.pop(0) if version <= 14 else -1
-    max_wait_ms, min_bytes = values.pop(0), values.pop(0)
-    max_bytes = values.pop(0) if version >= 3 else 2147483647
-    isolation_level = values.pop(0) if version >= 4 else 0
-    session_id, session_epoch = (values[0], values[1]) if version >= 7 else (0, -1)
+    replica_id, max_bytes, isolation_level, session_id, session_epoch = -1, 2147483647, 0, 0, -1
+    if version >= 15:
+        max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = values
+    elif version >= 7:
+        replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = values
+    elif version >= 4:
+        replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level = values
+    elif version >= 3:
+        replica_id, max_wait_ms, min_bytes, max_bytes = values
+    else:
+        replica_id, max_wait_ms, min_bytes = values
     partition_fields = _FETCH_PARTITION[version]
     unpack_partition, partition_size = partition_fields.unpack_from, partition_fields.size
     topics = []
@@ -109,12 +115,18 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
         topic_id = reader.uuid() if version >= 13 else ZERO_UUID
         partitions = []
         for _ in range(_count(reader, flexible)):
-            fields = unpack_partition(view, reader.pos)
-            reader.pos += partition_size
+            pos = reader.pos
+            fields = unpack_partition(view, pos)
+            pos += partition_size
+            if flexible:
+                if view[pos] != 0:  # tagged fields: the generated reader's
+                    raise _Fallback
+                pos += 1
+            reader.pos = pos
             if version >= 12:
-                partition, current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, \
-                    partition_max_bytes = fields
-            elif version >= 9:
+                partitions.append(FetchPartition(*fields))
+                continue
+            if version >= 9:
                 partition, current_leader_epoch, fetch_offset, log_start_offset, partition_max_bytes = fields
                 last_fetched_epoch = -1
             elif version >= 5:
@@ -123,8 +135,6 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
             else:
                 partition, fetch_offset, partition_max_bytes = fields
                 current_leader_epoch = last_fetched_epoch = log_start_offset = -1
-            if flexible:
-                _no_tags(reader)
             partitions.append(FetchPartition(partition, current_leader_epoch, fetch_offset, last_fetched_epoch,
                                              log_start_offset, partition_max_bytes))
         if flexible:
