@@ -111,7 +111,7 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
     unpack_partition, partition_size = partition_fields.unpack_from, partition_fields.size
     topics = []
     for _ in range(_count(reader, flexible)):
-        topic = reader.string(flexible) if version <= 12 else ""
+        topic = _string(reader, flexible) if version <= 12 else ""
         topic_id = reader.uuid() if version >= 13 else ZERO_UUID
         partitions = []
         for _ in range(_count(reader, flexible)):
@@ -143,13 +143,13 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
     forgotten = []
     if version >= 7:
         for _ in range(_count(reader, flexible)):
-            topic = reader.string(flexible) if version <= 12 else ""
+            topic = _string(reader, flexible) if version <= 12 else ""
             topic_id = reader.uuid() if version >= 13 else ZERO_UUID
             forgotten_partitions = not_null(reader.int32_array(flexible), "Partitions")
             if flexible:
                 _no_tags(reader)
             forgotten.append(ForgottenTopic(topic, topic_id, forgotten_partitions))
-    rack_id = reader.string(flexible) if version >= 11 else ""
+    rack_id = _string(reader, flexible) if version >= 11 else ""
     if flexible:
         _no_tags(reader)
     return FetchRequest(None, replica_id, ReplicaState(), max_wait_ms, min_bytes, max_bytes, isolation_level,
@@ -157,10 +157,31 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
 
 
 def _count(reader: Reader, flexible: bool) -> int:
+    """A non-null array's element count: a compact one-byte count read here, anything else by the reader
+    (with its checks and errors)."""
+    if flexible:
+        view, pos = reader.view, reader.pos
+        if pos < len(view) and 0 < (byte := view[pos]) < 0x80 and byte <= len(view) - pos:
+            reader.pos = pos + 1
+            return byte - 1
     count = reader.array_length(flexible)
     if count < 0:
         raise ProtocolError("null value in a non-nullable array")
     return count
+
+
+def _string(reader: Reader, flexible: bool) -> str:
+    """A non-null string: a compact one with a one-byte length read here, anything else by the reader."""
+    if flexible:
+        view, pos = reader.view, reader.pos
+        if pos < len(view) and 0 < (byte := view[pos]) < 0x80 and pos + byte <= len(view):
+            try:
+                text = str(view[pos + 1:pos + byte], "utf-8")
+            except UnicodeDecodeError:
+                return reader.string(flexible)
+            reader.pos = pos + byte
+            return text
+    return reader.string(flexible)
 
 
 def _no_tags(reader: Reader) -> None:
@@ -226,7 +247,7 @@ def encode_fetch_response(response: FetchResponse, version: int, correlation_id:
     if flexible:
         out.append(0)
     buffers.append(out)
-    total = sum(len(buffer) for buffer in buffers)
+    total = len(out) if len(buffers) == 1 else sum(map(len, buffers))
     _SIZE_CORRELATION.pack_into(head, 0, total - 4, correlation_id)
     return buffers
 
@@ -264,7 +285,7 @@ def _records(out: bytearray, buffers: list[_Piece], records: object, flexible: b
         return out
     chunks: Sequence[_Piece] = (records,) if isinstance(records, (bytes, bytearray, memoryview)) else (
         records)  # type: ignore[assignment]
-    _length(out, sum(len(chunk) for chunk in chunks), flexible)
+    _length(out, sum(map(len, chunks)), flexible)
     for chunk in chunks:
         if not isinstance(chunk, (bytes, bytearray, memoryview)) or len(chunk) >= ZERO_COPY_BYTES:
             if out:
@@ -279,7 +300,10 @@ def _records(out: bytearray, buffers: list[_Piece], records: object, flexible: b
 def _length(out: bytearray, size: int, flexible: bool) -> None:
     """An array's, a string's or a bytes value's length: -1 for null."""
     if flexible:
-        append_uvarint(out, size + 1)
+        if -1 <= size < 0x7F:
+            out.append(size + 1)  # a one-byte varint
+        else:
+            append_uvarint(out, size + 1)
     else:
         out += _INT32.pack(size)
 
