@@ -58,8 +58,13 @@ def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchRespons
     read_committed = request.isolation_level == _READ_COMMITTED
     max_bytes = min(request.max_bytes, cluster.fetch_max_bytes)
     results = _read_all(wanted, max_bytes, read_committed, context.file_regions)
-    available = sum(r.read.size for r in results if r.read is not None)
-    errors = any(r.error for r in results)
+    available = 0
+    errors = False
+    for result in results:
+        if result.error:
+            errors = True
+        elif result.read is not None:
+            available += result.read.size
     nothing_to_wait_on = not wanted and (plan.session is None or not plan.session.partitions)
     if request.max_wait_ms <= 0 or nothing_to_wait_on or available >= request.min_bytes or errors:
         return _answer(plan, results, version, read_committed)
@@ -78,9 +83,13 @@ def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, r
     arrived = available
     appended: dict[int, AppendedBatch] = {}
     session = plan.session
-    positions = {id(w.partition): w.fetch_offset for w in plan.partitions if w.partition is not None}
-    partitions = {} if session is not None else {
-        id(w.partition): w.partition for w in plan.partitions if w.partition is not None}
+    positions: dict[int, int] = {}  # (sessionless) each partition's fetch offset, by id
+    partitions: dict[int, Partition] = {}  # (sessionless) the partitions listened to, by id
+    if session is None:
+        for wanted in plan.partitions:
+            if wanted.partition is not None:
+                positions[id(wanted.partition)] = wanted.fetch_offset
+                partitions[id(wanted.partition)] = wanted.partition
 
     def stop_waiting() -> None:
         timer.cancel()
