@@ -42,8 +42,10 @@ oldest open transaction (or the high watermark); read_committed reads stop there
 aborted transactions of the range they return. A segment roll writes a producer state snapshot.
 
 Fetches that find too little data park a listener on each partition they read; every append calls
-the listeners of its partition, which resolve their future once ``min_bytes`` have arrived. Fetch
-sessions keep a *watcher* on each partition they hold: it is told of every append (with its size),
+the listeners of its partition, which resolve their future once ``min_bytes`` have arrived; while
+they are told, ``appended`` holds the batch just stored, so a woken fetch can answer from a copy of
+it (``read_appended``) instead of reading the log again. Fetch sessions keep a *watcher* on each
+partition they hold: it is told of every append (with its size),
 of the partition's deletion (size 0) and of a log start offset or last stable offset that moved
 without an append (``OFFSETS_MOVED``), so a session knows which of its partitions changed without
 looking at the others. Timers and futures all live on the event loop, so nothing needs a lock.
