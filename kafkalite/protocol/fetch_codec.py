@@ -94,27 +94,39 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
     flexible = version >= 12
     view = reader.view
     fixed = _REQUEST[version]
-    values = list(fixed.unpack_from(view, reader.pos))
+    values = fixed.unpack_from(view, reader.pos)
     reader.pos += fixed.size
-    replica_id = values.pop(0) if version <= 14 else -1
-    max_wait_ms, min_bytes = values.pop(0), values.pop(0)
-    max_bytes = values.pop(0) if version >= 3 else 2147483647
-    isolation_level = values.pop(0) if version >= 4 else 0
-    session_id, session_epoch = (values[0], values[1]) if version >= 7 else (0, -1)
+    replica_id, max_bytes, isolation_level, session_id, session_epoch = -1, 2147483647, 0, 0, -1
+    if version >= 15:
+        max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = values
+    elif version >= 7:
+        replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = values
+    elif version >= 4:
+        replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level = values
+    elif version >= 3:
+        replica_id, max_wait_ms, min_bytes, max_bytes = values
+    else:
+        replica_id, max_wait_ms, min_bytes = values
     partition_fields = _FETCH_PARTITION[version]
     unpack_partition, partition_size = partition_fields.unpack_from, partition_fields.size
     topics = []
     for _ in range(_count(reader, flexible)):
-        topic = reader.string(flexible) if version <= 12 else ""
+        topic = _string(reader, flexible) if version <= 12 else ""
         topic_id = reader.uuid() if version >= 13 else ZERO_UUID
         partitions = []
         for _ in range(_count(reader, flexible)):
-            fields = unpack_partition(view, reader.pos)
-            reader.pos += partition_size
+            pos = reader.pos
+            fields = unpack_partition(view, pos)
+            pos += partition_size
+            if flexible:
+                if view[pos] != 0:  # tagged fields: the generated reader's
+                    raise _Fallback
+                pos += 1
+            reader.pos = pos
             if version >= 12:
-                partition, current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, \
-                    partition_max_bytes = fields
-            elif version >= 9:
+                partitions.append(FetchPartition(*fields))
+                continue
+            if version >= 9:
                 partition, current_leader_epoch, fetch_offset, log_start_offset, partition_max_bytes = fields
                 last_fetched_epoch = -1
             elif version >= 5:
@@ -123,8 +135,6 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
             else:
                 partition, fetch_offset, partition_max_bytes = fields
                 current_leader_epoch = last_fetched_epoch = log_start_offset = -1
-            if flexible:
-                _no_tags(reader)
             partitions.append(FetchPartition(partition, current_leader_epoch, fetch_offset, last_fetched_epoch,
                                              log_start_offset, partition_max_bytes))
         if flexible:
@@ -133,13 +143,13 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
     forgotten = []
     if version >= 7:
         for _ in range(_count(reader, flexible)):
-            topic = reader.string(flexible) if version <= 12 else ""
+            topic = _string(reader, flexible) if version <= 12 else ""
             topic_id = reader.uuid() if version >= 13 else ZERO_UUID
             forgotten_partitions = not_null(reader.int32_array(flexible), "Partitions")
             if flexible:
                 _no_tags(reader)
             forgotten.append(ForgottenTopic(topic, topic_id, forgotten_partitions))
-    rack_id = reader.string(flexible) if version >= 11 else ""
+    rack_id = _string(reader, flexible) if version >= 11 else ""
     if flexible:
         _no_tags(reader)
     return FetchRequest(None, replica_id, ReplicaState(), max_wait_ms, min_bytes, max_bytes, isolation_level,
@@ -147,10 +157,31 @@ def _read_request(reader: Reader, version: int) -> FetchRequest:
 
 
 def _count(reader: Reader, flexible: bool) -> int:
+    """A non-null array's element count: a compact one-byte count read here, anything else by the reader
+    (with its checks and errors)."""
+    if flexible:
+        view, pos = reader.view, reader.pos
+        if pos < len(view) and 0 < (byte := view[pos]) < 0x80 and byte <= len(view) - pos:
+            reader.pos = pos + 1
+            return byte - 1
     count = reader.array_length(flexible)
     if count < 0:
         raise ProtocolError("null value in a non-nullable array")
     return count
+
+
+def _string(reader: Reader, flexible: bool) -> str:
+    """A non-null string: a compact one with a one-byte length read here, anything else by the reader."""
+    if flexible:
+        view, pos = reader.view, reader.pos
+        if pos < len(view) and 0 < (byte := view[pos]) < 0x80 and pos + byte <= len(view):
+            try:
+                text = str(view[pos + 1:pos + byte], "utf-8")
+            except UnicodeDecodeError:
+                return reader.string(flexible)
+            reader.pos = pos + byte
+            return text
+    return reader.string(flexible)
 
 
 def _no_tags(reader: Reader) -> None:
@@ -216,7 +247,7 @@ def encode_fetch_response(response: FetchResponse, version: int, correlation_id:
     if flexible:
         out.append(0)
     buffers.append(out)
-    total = sum(len(buffer) for buffer in buffers)
+    total = len(out) if len(buffers) == 1 else sum(map(len, buffers))
     _SIZE_CORRELATION.pack_into(head, 0, total - 4, correlation_id)
     return buffers
 
@@ -254,7 +285,7 @@ def _records(out: bytearray, buffers: list[_Piece], records: object, flexible: b
         return out
     chunks: Sequence[_Piece] = (records,) if isinstance(records, (bytes, bytearray, memoryview)) else (
         records)  # type: ignore[assignment]
-    _length(out, sum(len(chunk) for chunk in chunks), flexible)
+    _length(out, sum(map(len, chunks)), flexible)
     for chunk in chunks:
         if not isinstance(chunk, (bytes, bytearray, memoryview)) or len(chunk) >= ZERO_COPY_BYTES:
             if out:
@@ -269,7 +300,10 @@ def _records(out: bytearray, buffers: list[_Piece], records: object, flexible: b
 def _length(out: bytearray, size: int, flexible: bool) -> None:
     """An array's, a string's or a bytes value's length: -1 for null."""
     if flexible:
-        append_uvarint(out, size + 1)
+        if -1 <= size < 0x7F:
+            out.append(size + 1)  # a one-byte varint
+        else:
+            append_uvarint(out, size + 1)
     else:
         out += _INT32.pack(size)
 

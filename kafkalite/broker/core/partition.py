@@ -42,8 +42,10 @@ oldest open transaction (or the high watermark); read_committed reads stop there
 aborted transactions of the range they return. A segment roll writes a producer state snapshot.
 
 Fetches that find too little data park a listener on each partition they read; every append calls
-the listeners of its partition, which resolve their future once ``min_bytes`` have arrived. Fetch
-sessions keep a *watcher* on each partition they hold: it is told of every append (with its size),
+the listeners of its partition, which resolve their future once ``min_bytes`` have arrived; while
+they are told, ``appended`` holds the batch just stored, so a woken fetch can answer from a copy of
+it (``read_appended``) instead of reading the log again. Fetch sessions keep a *watcher* on each
+partition they hold: it is told of every append (with its size),
 of the partition's deletion (size 0) and of a log start offset or last stable offset that moved
 without an append (``OFFSETS_MOVED``), so a session knows which of its partitions changed without
 looking at the others. Timers and futures all live on the event loop, so nothing needs a lock.
@@ -57,6 +59,7 @@ from dataclasses import dataclass
 
 from kafkalite.broker.config import TOPIC_KEYS, TopicConfig
 from kafkalite.broker.core.log.background import Background
+from kafkalite.broker.core.log.disk import REGION_MIN_BYTES
 from kafkalite.broker.core.log.partition_log import PartitionLog, wall_clock_ms
 from kafkalite.broker.core.log.producer_state import ProducerStateManager
 from kafkalite.broker.core.log.region import FileRegion
@@ -79,7 +82,8 @@ from kafkalite.protocol.records import (
 
 log = logging.getLogger("kafkalite.partition")
 
-__all__ = ["AppendInfo", "Partition", "ReadInfo", "RecordValidationError", "LEADER_EPOCH", "OFFSETS_MOVED"]
+__all__ = ["AppendInfo", "AppendedBatch", "Partition", "ReadInfo", "RecordValidationError", "LEADER_EPOCH",
+           "OFFSETS_MOVED"]
 
 LEADER_EPOCH = 0
 OFFSETS_MOVED = -1  # the size a watcher is told when the log start or last stable offset moved without an append
@@ -126,6 +130,24 @@ class ReadInfo:
         return [piece.read() if isinstance(piece, FileRegion) else piece for piece in self.records]
 
 
+@dataclass(frozen=True, slots=True)
+class AppendedBatch:
+    """A copy of the batch an append stored, taken by a waiting fetch from ``Partition.appended``
+    while it was told of the append (that batch's buffer may be a request's, reused afterwards)."""
+
+    records: bytes
+    base_offset: int
+    last_offset: int
+
+    @classmethod
+    def of(cls, batch: RecordBatch) -> AppendedBatch | None:
+        """The copy, or None for a batch of ``REGION_MIN_BYTES`` or more (read from the log, which
+        may answer with a file region)."""
+        if batch.size >= REGION_MIN_BYTES:
+            return None
+        return cls(bytes(batch.buffer), batch.base_offset, batch.last_offset)
+
+
 Listener = Callable[["Partition", int], None]
 # Told (partition, appended bytes) of every append, 0 when the partition is deleted, OFFSETS_MOVED
 # when its log start offset or last stable offset moved without an append (fetch sessions).
@@ -144,7 +166,7 @@ class Partition:
 
     __slots__ = ("topic_name", "index", "log", "settings", "leader_epoch", "producer_state", "_listeners",
                  "_active_segment", "deleted", "background", "_watchers", "_rules_of", "_log_append", "_compacted",
-                 "_plain")
+                 "_plain", "appended")
 
     def __init__(self, topic_name: str, index: int, partition_log: PartitionLog, settings: TopicConfig, *,
                  producer_id_expiration_ms: int, background: Background | None = None) -> None:
@@ -157,6 +179,7 @@ class Partition:
         self.background = background  # where producer state snapshots are written (None: at once)
         self._listeners: list[Listener] = []
         self._watchers: dict[Watcher, None] = {}
+        self.appended: RecordBatch | None = None  # the batch just stored, while its listeners are told
         partition_log.on_log_start_moved = self.offsets_moved
         self.producer_state = ProducerStateManager(f"{topic_name}-{index}", partition_log.directory)
         self.producer_state.load(partition_log, wall_clock_ms(), producer_id_expiration_ms)
@@ -316,7 +339,11 @@ class Partition:
                                               batch.max_timestamp, batch.is_transactional)
         if result.segment_base_offset != self._active_segment:
             self._on_roll(result.segment_base_offset)
-        self._notify(batch.size)
+        self.appended = batch  # what a woken fetch may answer with (``read_appended``)
+        try:
+            self._notify(batch.size)
+        finally:
+            self.appended = None
         return result.base_offset
 
     def append_marker(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
@@ -455,6 +482,25 @@ class Partition:
             aborted = self.producer_state.aborted_transactions(offset, result.next_offset) if result.size else []
         return ReadInfo(result.chunks, result.size, self.high_watermark, last_stable, self.log.log_start_offset,
                         aborted)
+
+    def read_appended(self, appended: AppendedBatch, offset: int, max_bytes: int, *, min_one_batch: bool,
+                      read_committed: bool = False) -> ReadInfo | None:
+        """What ``read`` would return, from the batch an append handed to its waiters (``appended``,
+        kept by a listener while it was told), without a log read; None when that may not be exactly it
+        (the batch is no longer the log's last, not at ``offset``, beyond the limits, above the last
+        stable offset, or large enough for the disk log to answer with a file region)."""
+        last_offset = appended.last_offset
+        if (offset != appended.base_offset or self.deleted or last_offset + 1 != self.log.log_end_offset
+                or offset < self.log.log_start_offset):
+            return None
+        size = len(appended.records)
+        if size >= REGION_MIN_BYTES or (size > max_bytes and not min_one_batch):
+            return None
+        last_stable = self.last_stable_offset
+        if read_committed and last_offset >= last_stable:
+            return None
+        aborted = self.producer_state.aborted_transactions(offset, last_offset + 1) if read_committed else None
+        return ReadInfo([appended.records], size, last_offset + 1, last_stable, self.log.log_start_offset, aborted)
 
     # waiting fetches -------------------------------------------------------------------------
     def add_listener(self, listener: Listener) -> None:

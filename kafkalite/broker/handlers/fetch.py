@@ -28,7 +28,7 @@ from typing import cast
 
 from kafkalite.broker.core.fetch_sessions import CachedPartition, FetchPlan, WantedPartition, plan_fetch
 from kafkalite.broker.core.log.partition_log import OffsetOutOfRange
-from kafkalite.broker.core.partition import Partition, ReadInfo
+from kafkalite.broker.core.partition import AppendedBatch, Partition, ReadInfo
 from kafkalite.broker.handlers.delayed import DelayedAnswer, after_dispatch
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
@@ -58,8 +58,13 @@ def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchRespons
     read_committed = request.isolation_level == _READ_COMMITTED
     max_bytes = min(request.max_bytes, cluster.fetch_max_bytes)
     results = _read_all(wanted, max_bytes, read_committed, context.file_regions)
-    available = sum(r.read.size for r in results if r.read is not None)
-    errors = any(r.error for r in results)
+    available = 0
+    errors = False
+    for result in results:
+        if result.error:
+            errors = True
+        elif result.read is not None:
+            available += result.read.size
     nothing_to_wait_on = not wanted and (plan.session is None or not plan.session.partitions)
     if request.max_wait_ms <= 0 or nothing_to_wait_on or available >= request.min_bytes or errors:
         return _answer(plan, results, version, read_committed)
@@ -71,13 +76,20 @@ def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, r
     """Park until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again and answer once the
     requests being dispatched with the append are done, or from the timer: in the same loop iteration,
     no task. Parked on the session when there is one (its watchers see every partition of it), else on
-    each partition read."""
+    each partition read. The append that completes the wait hands over the batch it stored when that
+    batch starts at the partition's fetch position: the read after the wake answers from it, without
+    reading the log, when it is still exactly what the log would return (``Partition.read_appended``)."""
     loop = asyncio.get_running_loop()
     arrived = available
+    appended: dict[int, AppendedBatch] = {}
     session = plan.session
-    positions = {id(w.partition): w.fetch_offset for w in plan.partitions if w.partition is not None}
-    partitions = {} if session is not None else {
-        id(w.partition): w.partition for w in plan.partitions if w.partition is not None}
+    positions: dict[int, int] = {}  # (sessionless) each partition's fetch offset, by id
+    partitions: dict[int, Partition] = {}  # (sessionless) the partitions listened to, by id
+    if session is None:
+        for wanted in plan.partitions:
+            if wanted.partition is not None:
+                positions[id(wanted.partition)] = wanted.fetch_offset
+                partitions[id(wanted.partition)] = wanted.partition
 
     def stop_waiting() -> None:
         timer.cancel()
@@ -95,7 +107,7 @@ def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, r
             return
         stop_waiting()
         try:
-            results = _read_all(plan.revisit(), max_bytes, read_committed, file_regions)
+            results = _read_all(plan.revisit(), max_bytes, read_committed, file_regions, appended)
             answer.complete(_answer(plan, results, version, read_committed))
         except Exception as exc:
             answer.fail(exc)
@@ -110,6 +122,9 @@ def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, r
             return  # nothing a read_committed fetch may see yet (the data is in an open transaction)
         arrived += size
         if arrived >= request.min_bytes:
+            batch = partition.appended
+            if batch is not None and batch.base_offset == position and (handed := AppendedBatch.of(batch)):
+                appended[id(partition)] = handed
             after_dispatch(finish)  # once the request that appended (and those read with it) are done
 
     def on_session_change(cached: CachedPartition, partition: Partition, size: int) -> None:
@@ -144,10 +159,12 @@ def _settled(result: _Result, read_committed: bool) -> bool:
     return result.wanted.fetch_offset >= (read.last_stable_offset if read_committed else read.high_watermark)
 
 
-def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: bool,
-              file_regions: bool) -> list[_Result]:
+def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: bool, file_regions: bool,
+              appended: dict[int, AppendedBatch] | None = None) -> list[_Result]:
     """Read each partition in turn within ``max_bytes``; with ``file_regions``, large runs on disk stay
-    ``FileRegion`` objects (the connection sends them with ``os.sendfile`` or reads them as it writes)."""
+    ``FileRegion`` objects (the connection sends them with ``os.sendfile`` or reads them as it writes).
+    ``appended``: batches appends handed over, by ``id`` of their partition, answered from when they
+    are exactly what the read would return."""
     results = []
     remaining = max_bytes
     min_one_batch = True
@@ -165,16 +182,20 @@ def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: boo
         if epoch_error:
             results.append(_Result(item, epoch_error, None))
             continue
-        try:
-            read = partition.read(item.fetch_offset, min(item.partition_max_bytes, remaining),
-                                  min_one_batch=min_one_batch, read_committed=read_committed,
-                                  file_regions=file_regions)
-        except OffsetOutOfRange:
-            results.append(_Result(item, ErrorCode.OFFSET_OUT_OF_RANGE, None))
-            continue
-        except OSError:  # a segment file that cannot be read (or reopened)
-            results.append(_Result(item, ErrorCode.KAFKA_STORAGE_ERROR, None))
-            continue
+        limit = min(item.partition_max_bytes, remaining)
+        handed = appended.get(id(partition)) if appended else None
+        read = None if handed is None else partition.read_appended(
+            handed, item.fetch_offset, limit, min_one_batch=min_one_batch, read_committed=read_committed)
+        if read is None:
+            try:
+                read = partition.read(item.fetch_offset, limit, min_one_batch=min_one_batch,
+                                      read_committed=read_committed, file_regions=file_regions)
+            except OffsetOutOfRange:
+                results.append(_Result(item, ErrorCode.OFFSET_OUT_OF_RANGE, None))
+                continue
+            except OSError:  # a segment file that cannot be read (or reopened)
+                results.append(_Result(item, ErrorCode.KAFKA_STORAGE_ERROR, None))
+                continue
         if read.size:
             min_one_batch = False
             remaining = max(0, remaining - read.size)
