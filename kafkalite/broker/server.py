@@ -257,10 +257,15 @@ class BrokerServer:
         def clean() -> None:
             delay: float | None = CLEANER_OFF_CHECK_S
             try:
-                delay = cluster.log_cleaner.run_slice(int(time.time() * 1000))
-            except Exception:
-                log.exception("log cleaning failed")
-                cluster.log_cleaner.stop()
+                cleaner = cluster.log_cleaner
+            except (OSError, ImportError) as exc:  # its code cannot be imported (no descriptor left): try later
+                log.warning("the log cleaner could not start, trying again in %g s: %s", CLEANER_OFF_CHECK_S, exc)
+            else:
+                try:
+                    delay = cleaner.run_slice(int(time.time() * 1000))
+                except Exception:
+                    log.exception("log cleaning failed")
+                    cleaner.stop()
             if not self._stopped:
                 self._cleaner_timer = loop.call_later(CLEANER_OFF_CHECK_S if delay is None else delay, clean)
 

@@ -14,9 +14,13 @@ Requests are sent raw, so every answer's error code is seen as the broker wrote 
 
 from __future__ import annotations
 
+import errno
+import logging
 import socket
 import struct
 from pathlib import Path
+
+import pytest
 
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.framing import encode_request, parse_response_header
@@ -30,6 +34,7 @@ from kafkalite.protocol.messages import (
     MetadataResponse,
 )
 from kafkalite.protocol.messages.create_topics_request import CreatableTopic
+from kafkalite.testing.embedded import EmbeddedBroker
 from kafkalite.testing.process import BrokerProcess, wait_for
 
 NOFILE = 64
@@ -163,3 +168,32 @@ def test_create_topics_without_a_descriptor_answers_storage_error_and_leaves_not
         assert "exists but was not loaded" not in broker.log_text()
     finally:
         broker.close()
+
+
+def test_the_log_cleaner_starts_later_when_its_code_cannot_be_loaded_at_first(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The cleaner is built by its first slice, after the start; out of descriptors then, its import
+    fails. That is one warning line, and the next slice builds it: compaction is not off for good."""
+    import kafkalite.broker.server
+    from kafkalite.broker.core.cluster import Cluster
+
+    built = Cluster.__dict__["log_cleaner"]
+    attempts: list[int] = []
+
+    def flaky(cluster: Cluster) -> object:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return built.__get__(cluster, Cluster)
+
+    monkeypatch.setattr(Cluster, "log_cleaner", property(flaky))
+    monkeypatch.setattr(kafkalite.broker.server, "WARM_UP_DELAY_S", 0.01)
+    monkeypatch.setattr(kafkalite.broker.server, "CLEANER_OFF_CHECK_S", 0.05)
+    caplog.set_level(logging.WARNING, logger="kafkalite")
+    with EmbeddedBroker() as broker:
+        assert broker.server is not None and broker.server.cluster is not None
+        cluster = broker.server.cluster
+        wait_for(lambda: "log_cleaner" in cluster.__dict__, TIMEOUT_S, "the cleaner was never built")
+    warnings = [r.getMessage() for r in caplog.records if "log cleaner could not start" in r.getMessage()]
+    assert len(warnings) == 1 and "Too many open files" in warnings[0], warnings
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], caplog.text
