@@ -30,7 +30,17 @@ from kafkalite.protocol.message import Message
 __all__ = ["DelayedAnswer", "after_dispatch", "begin_dispatch", "run_after_dispatch"]
 
 log = logging.getLogger("kafkalite.handlers")
-_per_loop = threading.local()  # one event loop per thread: its completions waiting for the end of a read
+
+
+class _PerLoop(threading.local):
+    """One event loop per thread: whether it is dispatching a read, and the completions waiting for the end of it."""
+
+    def __init__(self) -> None:
+        self.reading = False
+        self.due: list[Callable[[], None]] = []
+
+
+_per_loop = _PerLoop()
 
 
 def begin_dispatch() -> None:
@@ -41,10 +51,8 @@ def begin_dispatch() -> None:
 
 def after_dispatch(callback: Callable[[], None]) -> None:
     """Run ``callback`` once the requests being dispatched are (see the module docstring)."""
-    due: list[Callable[[], None]] | None = getattr(_per_loop, "due", None)
-    if due is None:
-        due = _per_loop.due = []
-    if not due and not getattr(_per_loop, "reading", False):
+    due = _per_loop.due
+    if not due and not _per_loop.reading:
         asyncio.get_running_loop().call_soon(run_after_dispatch)  # no read is being dispatched
     due.append(callback)
 
@@ -52,7 +60,7 @@ def after_dispatch(callback: Callable[[], None]) -> None:
 def run_after_dispatch() -> None:
     """Run the completions ``after_dispatch`` keeps (a failure is logged, never raised)."""
     _per_loop.reading = False
-    due: list[Callable[[], None]] | None = getattr(_per_loop, "due", None)
+    due = _per_loop.due
     while due:
         callbacks = due[:]
         due.clear()
