@@ -38,6 +38,7 @@ from itertools import pairwise, takewhile
 from pathlib import Path
 from typing import Final
 
+from kafkalite.broker.core.log.allocate import ALLOCATE_MIN_BYTES, allocate_blocks
 from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.files import FileHandle, OpenFiles
 from kafkalite.broker.core.log.index import IndexCorrupt, OffsetIndex, TimeIndex, write_all
@@ -348,7 +349,10 @@ class FileSegment(LogSegment):
         index entry that cannot be written is skipped (the index is sparse anyway)."""
         position = self.size
         try:
-            write_all(self._file.descriptor(), batch.buffer)
+            fd = self._file.descriptor()
+            if batch.size >= ALLOCATE_MIN_BYTES:
+                allocate_blocks(fd, position, batch.size)
+            write_all(fd, batch.buffer)
         except OSError:
             self._log_writes += 1
             try:
