@@ -24,7 +24,6 @@ Nothing is asserted; loopback only; every broker is stopped at the end.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import statistics
@@ -35,30 +34,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from compare import BATCH_BYTES, LINGER_MS, record_values
+import compare
+from compare import BATCH_BYTES, LINGER_MS
+from consume_cpu import cpu_seconds, start_broker
 
 from kafkalite.testing.process import BrokerProcess, wait_for
 
 CLIENT_TIMEOUT_S = 240.0
-
-
-def cpu_seconds(pid: int) -> float:
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
-
-
-def start_broker(source: Path, data_dir: Path) -> BrokerProcess:
-    """A broker running the kafkalite found in ``source`` (its directory first on the path, and the cwd)."""
-    saved_cwd, saved_path = os.getcwd(), os.environ.get("PYTHONPATH")
-    os.chdir(source)
-    os.environ["PYTHONPATH"] = str(source)
-    try:
-        return BrokerProcess(data_dir, admin=False).start()
-    finally:
-        os.chdir(saved_cwd)
-        if saved_path is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = saved_path
 
 
 def settle(pid: int, timeout: float = 30.0) -> None:
@@ -97,36 +79,12 @@ def delete_topic(bootstrap: str, topic: str) -> None:
 def produce_confluent(bootstrap: str, topic: str, records: int, size: int, codec: str, pid: int,
                       rdkafka_performance: str | None) -> tuple[int, float, float]:
     """Records acknowledged, seconds, broker CPU seconds."""
-    from confluent_kafka import Producer
-
-    values = record_values(size)
-    failed = [0]
-
-    def delivered(error: object, message: object) -> None:
-        if error is not None:
-            failed[0] += 1
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": LINGER_MS,
-                         "batch.size": BATCH_BYTES, "batch.num.messages": 1_000_000, "compression.type": codec,
-                         "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_097_151,
-                         "enable.idempotence": False, "delivery.report.only.error": True,
-                         "on_delivery": delivered})
-    producer.list_topics(topic, timeout=20)
-    produce, poll, k = producer.produce, producer.poll, len(values)
-    before, start = cpu_seconds(pid), time.perf_counter()
-    for i in range(records):
-        value = values[i % k]
-        while True:
-            try:
-                produce(topic, value)
-                break
-            except BufferError:
-                poll(0.001)
-        if i % 10000 == 0:
-            poll(0)
-    left = producer.flush(CLIENT_TIMEOUT_S)
-    seconds, cpu = time.perf_counter() - start, cpu_seconds(pid) - before
-    return records - left - failed[0], seconds, cpu
+    """``compare.py``'s confluent-kafka producer (acks=1), timed with the broker's CPU around it."""
+    run = argparse.Namespace(bootstrap=bootstrap, topic=topic, records=records, acks="1", compression=codec,
+                             spread=False)
+    before = cpu_seconds(pid)
+    seconds, delivered, _ = compare.produce_confluent(run, compare.record_values(size))
+    return delivered, seconds, cpu_seconds(pid) - before
 
 
 def produce_rdkperf(bootstrap: str, topic: str, records: int, size: int, codec: str, pid: int,
