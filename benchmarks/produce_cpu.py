@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,7 +33,7 @@ from pathlib import Path
 
 import compare
 from compare import BATCH_BYTES, LINGER_MS
-from consume_cpu import cpu_seconds, start_broker
+from consume_cpu import cpu_seconds, figures, start_broker, stop_all
 
 from kafkalite.testing.process import BrokerProcess, wait_for
 
@@ -164,17 +161,9 @@ def main() -> None:
                 rows.items(), key=lambda item: (item[0][2], item[0][3], item[0][1], item[0][0])):
             cpu_values = [value[0] for value in values]
             rates = [value[1] / 1000 for value in values]
-            print(f"{sources[index].name:>20s} {client:9s} {size:5d}B {codec:5s}  "
-                  f"{statistics.median(cpu_values):.3f} ({min(cpu_values):.3f}-{max(cpu_values):.3f})"
-                  f"{'':13s} {statistics.median(rates):6.0f} ({min(rates):.0f}-{max(rates):.0f})")
+            print(f"{sources[index].name:>20s} {client:9s} {size:5d}B {codec:5s}  {figures(cpu_values, rates)}")
     finally:
-        for broker in brokers:
-            try:
-                broker.stop()
-            finally:
-                broker.close()
-        shutil.rmtree(scratch, ignore_errors=True)
-        sys.stdout.flush()
+        stop_all(brokers, scratch)
 
 
 if __name__ == "__main__":

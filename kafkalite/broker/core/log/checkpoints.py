@@ -34,13 +34,14 @@ __all__ = [
     "RECOVERY_POINT_CHECKPOINT",
     "CheckpointBook",
     "CheckpointPlan",
+    "TopicPartition",
     "checkpoint_holds",
     "offset_checkpoint_bytes",
     "read_offset_checkpoint",
     "write_offset_checkpoint",
 ]
 
-TopicPartition = tuple[str, int]
+TopicPartition = tuple[str, int]  # (topic, partition)
 
 RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"

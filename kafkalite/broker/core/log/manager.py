@@ -57,6 +57,7 @@ from kafkalite.broker.core.log.checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
     CheckpointBook,
     CheckpointPlan,
+    TopicPartition,
     checkpoint_holds,
     read_offset_checkpoint,
     write_offset_checkpoint,
@@ -81,8 +82,6 @@ __all__ = [
     "read_offset_checkpoint",
     "write_offset_checkpoint",
 ]
-
-TopicPartition = tuple[str, int]
 
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 PARTITION_METADATA: Final = "partition.metadata"
