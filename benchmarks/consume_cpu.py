@@ -19,18 +19,18 @@ Nothing is asserted; loopback only; every broker is stopped at the end.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from kafkalite.testing.process import BrokerProcess
+import compare
 
-IDLE_TIMEOUT_S = 10.0
+from kafkalite.testing.process import BrokerProcess
 
 
 def cpu_seconds(pid: int) -> float:
@@ -72,49 +72,18 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int, size: int) -
         raise RuntimeError("the fill did not finish")
 
 
-def consume_confluent(bootstrap: str, topic: str, partitions: int, records: int) -> tuple[int, int]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+def consume_with(client: str) -> Callable[[str, str, int, int], tuple[int, int]]:
+    """``compare.py``'s consumer of ``client``, reading every partition of the topic from the start:
+    records and bytes of values read."""
+    def consume(bootstrap: str, topic: str, partitions: int, records: int) -> tuple[int, int]:
+        count, nbytes, _ = compare.CONSUMERS[client](argparse.Namespace(bootstrap=bootstrap, topic=topic,
+                                                                         records=records))
+        return count, nbytes
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False,
-                         "queued.min.messages": 1_000_000, "fetch.max.bytes": 52_428_800,
-                         "max.partition.fetch.bytes": 1_048_576})
-    consumer.list_topics(topic, timeout=20)
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    count = nbytes = 0
-    last = time.perf_counter()
-    while count < records and time.perf_counter() - last < IDLE_TIMEOUT_S:
-        batch = consumer.consume(10000, timeout=0.5)
-        for message in batch:
-            if message.error() is None:
-                count += 1
-                nbytes += len(message.value() or b"")
-        if batch:
-            last = time.perf_counter()
-    consumer.close()
-    return count, nbytes
+    return consume
 
 
-def consume_bundled(bootstrap: str, topic: str, partitions: int, records: int) -> tuple[int, int]:
-    from kafkalite.client import Consumer, TopicPartition
-
-    async def main() -> tuple[int, int]:
-        async with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
-            await consumer.partitions_for(topic)
-            consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
-            count = nbytes = 0
-            last = time.perf_counter()
-            while count < records and time.perf_counter() - last < IDLE_TIMEOUT_S:
-                polled = await consumer.poll(timeout_ms=500)
-                if polled:
-                    count += len(polled)
-                    nbytes += sum(len(record.value or b"") for record in polled)
-                    last = time.perf_counter()
-            return count, nbytes
-
-    return asyncio.run(main())
-
-
-CLIENTS = {"confluent": consume_confluent, "bundled": consume_bundled}
+CLIENTS = {client: consume_with(client) for client in ("confluent", "bundled")}
 
 
 def main() -> None:
