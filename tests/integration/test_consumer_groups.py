@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import KafkaError as ConfluentKafkaError
+from confluent_kafka import KafkaException as ConfluentKafkaException
 from kafka import ConsumerRebalanceListener as KafkaPythonListener
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor as KafkaPythonCooperative
@@ -32,6 +34,8 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor as KafkaPyt
 
 from kafkalite.client import NewTopic, TopicPartition
 from kafkalite.client import sync as blocking
+from kafkalite.client.errors import CommitFailedError
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.testing.process import BrokerProcess, wait_for
 
 TIMEOUT_S = 40
@@ -136,12 +140,22 @@ class Member(threading.Thread):
                                auto_offset_reset="earliest", fetch_max_wait_ms=100, **config) as consumer:
             consumer.subscribe([self.topic], listener=Listener())
             self.ready.set()
+            uncommitted = False
             while not self.stop.is_set():
                 records = consumer.poll(timeout_ms=100)
                 for record in records:
                     self._record(record.partition, record.offset, record.value)
-                if records:
-                    consumer.commit()
+                if records or uncommitted:
+                    try:
+                        consumer.commit()
+                        uncommitted = False
+                    except CommitFailedError as exc:
+                        if exc.error_code is not ErrorCode.STALE_MEMBER_EPOCH:
+                            raise
+                        # a heartbeat bumped the epoch while the commit was on its way (Kafka refuses it,
+                        # and the Java consumer reports it so); the partitions are still this member's:
+                        # commit again after the next poll
+                        uncommitted = True
 
     def _run_confluent(self) -> None:
         member = self
@@ -162,14 +176,25 @@ class Member(threading.Thread):
 
         consumer.subscribe([self.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
         self.ready.set()
+        uncommitted = False
         try:
             while not self.stop.is_set():
                 messages = consumer.consume(500, timeout=0.1)
                 for message in messages:
                     if message.error() is None:
                         self._record(message.partition(), message.offset(), message.value())
-                if messages:
-                    consumer.commit(asynchronous=False)
+                if messages or uncommitted:
+                    try:
+                        consumer.commit(asynchronous=False)
+                        uncommitted = False
+                    except ConfluentKafkaException as exc:
+                        code = exc.args[0].code()
+                        if code == ConfluentKafkaError._NO_OFFSET:  # nothing left to commit
+                            uncommitted = False
+                        elif code == ConfluentKafkaError.STALE_MEMBER_EPOCH:
+                            uncommitted = True  # as for the bundled member above
+                        else:
+                            raise
         finally:
             consumer.close()
 
