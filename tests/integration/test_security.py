@@ -99,7 +99,7 @@ def test_bundled_client_produces_and_consumes(secured: EmbeddedBroker) -> None:
         consumer.subscribe([topic])
         records: list[Any] = []
         for _ in range(40):
-            records += consumer.poll(0.5)
+            records += consumer.poll(timeout_ms=500)
             if records:
                 break
         assert [record.value for record in records] == [b"over the bundled client"]
