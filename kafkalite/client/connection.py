@@ -1,14 +1,16 @@
 """One TCP connection to one broker: framing, correlation ids, in-flight requests, versions.
 
-A :class:`BrokerConnection` is an ``asyncio.Protocol``. :meth:`~BrokerConnection.send` encodes a
-request with the next correlation id, writes it, and returns a future for its response; requests
-are pipelined (the caller decides how many may be in flight, ``max.in.flight.requests.per.connection``
-for the producer). Kafka answers in request order on a connection, so the in-flight requests are a
-deque: each response must carry the correlation id at its head, anything else is a protocol
-violation that closes the connection. Every request has a deadline (``request.timeout.ms``); a
-request that misses it closes the connection, as the Java client does, failing it with
-:class:`KafkaTimeoutError` and the requests behind it with :class:`KafkaConnectionError`, which
-callers treat as retriable.
+A :class:`BrokerConnection` is an ``asyncio.BufferedProtocol``: the socket's bytes land in a 64 KiB
+scratch buffer, and an answer larger than that (a Fetch answer of megabytes) in a buffer of exactly its
+size, made from its size prefix, which its decoded response then reads from without a copy.
+:meth:`~BrokerConnection.send` encodes a request with the next correlation id, writes it, and returns a
+future for its response; requests are pipelined (the caller decides how many may be in flight,
+``max.in.flight.requests.per.connection`` for the producer). Kafka answers in request order on a
+connection, so the in-flight requests are a deque: each response must carry the correlation id at its
+head, anything else is a protocol violation that closes the connection. Every request has a deadline
+(``request.timeout.ms``); a request that misses it closes the connection, as the Java client does,
+failing it with :class:`KafkaTimeoutError` and the requests behind it with :class:`KafkaConnectionError`,
+which callers treat as retriable.
 
 Opening a connection (:meth:`~BrokerConnection.open`) runs three steps: ``_open_transport`` (TCP,
 with TLS when ``security`` has an ``ssl`` context), ``_negotiate_versions`` (ApiVersions, KIP-511)
@@ -57,6 +59,7 @@ _SIZE = struct.Struct(">i")
 _CORRELATION_AND_ERROR = struct.Struct(">ih")
 _API_VERSIONS = ApiVersionsRequest.API_KEY
 _MAX_FRAME = 1 << 30  # a response larger than this is a broken stream, not data
+_SCRATCH_BYTES = 64 * 1024  # per connection; a larger answer is received into a buffer of its own size
 
 
 def _api_name(api_key: int) -> str:
@@ -100,7 +103,7 @@ class _InFlight:
     timeout: float = 0.0
 
 
-class BrokerConnection(asyncio.Protocol):
+class BrokerConnection(asyncio.BufferedProtocol):
     """A connection to ``host:port`` (broker ``node_id``, or -1 for a bootstrap address)."""
 
     def __init__(self, host: str, port: int, *, node_id: int, client_id: str, request_timeout_ms: int,
@@ -119,7 +122,10 @@ class BrokerConnection(asyncio.Protocol):
         self.close_reason: BaseException | None = None
         self._transport: asyncio.Transport | None = None
         self._in_flight: collections.deque[_InFlight] = collections.deque()
-        self._buffer = bytearray()
+        self._scratch = bytearray(_SCRATCH_BYTES)  # received into; frames up to its size are copied out
+        self._filled = 0
+        self._frame: bytearray | None = None  # a larger answer being received in place
+        self._frame_filled = 0
         self._next_correlation_id = 0
         self._close_callbacks: list[Callable[[BrokerConnection], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -265,7 +271,7 @@ class BrokerConnection(asyncio.Protocol):
                 self.close(error)
                 return
 
-    # --- asyncio.Protocol --------------------------------------------------------------------------
+    # --- asyncio.BufferedProtocol ------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
@@ -281,30 +287,68 @@ class BrokerConnection(asyncio.Protocol):
                 pass
         self._transport.set_write_buffer_limits(high=4 << 20)
 
+    def get_buffer(self, sizehint: int) -> memoryview:
+        frame = self._frame
+        if frame is not None:  # a large answer: the socket's bytes land in place
+            return memoryview(frame)[self._frame_filled:]
+        return memoryview(self._scratch)[self._filled:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        frame = self._frame
+        if frame is None:
+            self._filled += nbytes
+            self._split_frames()
+            return
+        self._frame_filled += nbytes
+        if self._frame_filled == len(frame):
+            self._frame = None
+            try:
+                self._handle_frame(frame)
+            except ProtocolError as exc:
+                self.close(exc)
+
     def data_received(self, data: bytes) -> None:
-        buffer = self._buffer
-        buffer += data
+        """Bytes handed over rather than received into :meth:`get_buffer` (the same framing)."""
+        view = memoryview(data)
+        while view and self.close_reason is None:
+            buffer = self.get_buffer(len(view))
+            count = min(len(buffer), len(view))
+            buffer[:count] = view[:count]
+            self.buffer_updated(count)
+            view = view[count:]
+
+    def _split_frames(self) -> None:
+        """Handle every whole frame in the scratch buffer; a frame larger than the scratch gets a buffer
+        of its own sized from its prefix, and the rest of it is received straight into that."""
+        scratch = self._scratch
+        end = self._filled
         position = 0
-        end = len(buffer)
         try:
             while end - position >= 4:
-                (size,) = _SIZE.unpack_from(buffer, position)
+                (size,) = _SIZE.unpack_from(scratch, position)
                 if size < 4 or size > _MAX_FRAME:
                     raise ProtocolError(f"response frame size {size} from {self.address} is impossible")
-                if end - position - 4 < size:
+                start = position + 4
+                if end - start < size:
+                    if 4 + size > len(scratch):
+                        frame = bytearray(size)
+                        frame[: end - start] = memoryview(scratch)[start:end]
+                        self._frame, self._frame_filled = frame, end - start
+                        position = end
                     break
-                frame = bytes(memoryview(buffer)[position + 4 : position + 4 + size])  # one copy, not two
-                position += 4 + size
-                self._handle_frame(frame)
+                position = start + size
+                self._handle_frame(bytes(memoryview(scratch)[start:position]))
                 if self.close_reason is not None:
                     return
         except ProtocolError as exc:
             self.close(exc)
             return
-        if position:
-            del buffer[:position]
+        if position:  # what is left (the start of a frame) moves to the front
+            left = end - position
+            scratch[:left] = scratch[position:end]
+            self._filled = left
 
-    def _handle_frame(self, frame: bytes) -> None:
+    def _handle_frame(self, frame: bytes | bytearray) -> None:
         (correlation_id,) = _SIZE.unpack_from(frame, 0)
         if not self._in_flight:
             raise ProtocolError(f"{self.address} sent a response (correlation id {correlation_id}) nobody asked for")
@@ -318,7 +362,7 @@ class BrokerConnection(asyncio.Protocol):
         if entry.future.done():  # cancelled by its caller
             return
         if entry.response_type is None:
-            entry.future.set_result(frame)
+            entry.future.set_result(bytes(frame) if isinstance(frame, bytearray) else frame)
             return
         try:
             reader = parse_response_header(frame, entry.api_key, entry.api_version)

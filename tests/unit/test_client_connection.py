@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Iterator
+from random import Random
 
 import pytest
 
@@ -143,3 +144,40 @@ def test_api_versions_fallback() -> None:
     # librdkafka's mock cluster answers in a layout no version decodes: start over at v0
     assert _api_versions_fallback(bytes.fromhex("0000000100230100120000000200000000"), 3) == 0
     assert ApiVersionsRequest.VALID_VERSIONS[1] >= 3
+
+
+def received(connection: BrokerConnection, data: bytes, chunks: list[int]) -> None:
+    """``data`` as a socket would hand it over: into ``get_buffer``, in pieces of the given sizes."""
+    position = 0
+    for size in chunks:
+        if position >= len(data) or connection.close_reason is not None:
+            return
+        buffer = connection.get_buffer(-1)
+        count = min(size, len(buffer), len(data) - position)
+        buffer[:count] = data[position:position + count]
+        connection.buffer_updated(count)
+        position += count
+    assert position >= len(data) or connection.close_reason is not None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_answers_small_and_larger_than_the_scratch_buffer_arrive_whole(loop: asyncio.AbstractEventLoop,
+                                                                      seed: int) -> None:
+    random = Random(seed)
+    connection, _ = connected(loop)
+    names = [f"{'t' * random.choice([1, 50, 3000])}{index}" for index in range(12)]  # some answers > 64 KiB
+    responses = [MetadataResponse(cluster_id=name * random.choice([1, 1, 40])) for name in names]
+    futures = [connection.send(MetadataRequest(topics=None)) for _ in responses]
+    data = b"".join(bytes(part) for correlation, response in enumerate(responses)
+                    for part in encode_response(response, 3, 12, correlation))
+    received(connection, data, [random.choice([1, 3, 4, 100, 5000, 70000, 300000]) for _ in range(len(data))])
+    assert [future.result().cluster_id for future in futures] == [response.cluster_id for response in responses]
+    assert connection.close_reason is None and connection.in_flight_count == 0
+    assert len(connection.get_buffer(-1)) == 64 * 1024  # nothing left over, no large buffer kept
+
+
+def test_an_impossible_frame_size_closes_the_connection(loop: asyncio.AbstractEventLoop) -> None:
+    connection, transport = connected(loop)
+    future = connection.send(MetadataRequest(topics=None))
+    received(connection, struct.pack(">i", -5) + b"\0" * 10, [2, 12])
+    assert transport.closed and isinstance(future.exception(), (ProtocolError, KafkaConnectionError))
