@@ -236,3 +236,54 @@ def test_answers_joining_a_round_reuse_its_descriptors_until_a_roll(tmp_path: Pa
     monkeypatch.undo()
     log_manager.background.runner = None
     log_manager.close()
+
+
+def test_commit_threads_run_rounds_off_the_loop_in_order_and_close_waits_for_them() -> None:
+    """Rounds run on a thread of their own (started on first use), one after another in the order
+    handed over, each handed back to the loop with what it raised; close waits for the queued ones."""
+    import threading
+
+    from kafkalite.broker.core.log.group_commit import CommitThreads
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        before = threading.active_count()
+        threads = CommitThreads(loop)
+        assert threading.active_count() == before  # nothing started until a round comes
+        ran: list[tuple[str, int]] = []
+        handed_back: list[tuple[str, BaseException | None, int]] = []
+        gate = threading.Event()
+        failing = OSError(5, "Input/output error")
+
+        def work(name: str) -> Callable[[], None]:
+            def run() -> None:
+                if name == "first":
+                    assert gate.wait(10)
+                ran.append((name, threading.get_ident()))
+                if name == "second":
+                    raise failing
+            return run
+
+        def then(name: str) -> Callable[[BaseException | None], None]:
+            return lambda exc: handed_back.append((name, exc, threading.get_ident()))
+
+        for name in ("first", "second", "third"):
+            threads(work(name), then(name))
+        assert threading.active_count() == before + 1
+        await asyncio.sleep(0)
+        assert ran == [] and handed_back == []  # the first round still runs: the others wait behind it
+        gate.set()
+        threads.close()  # returns once every round handed over has run
+        assert [name for name, _ in ran] == ["first", "second", "third"]
+        assert {ident for _, ident in ran} != {threading.get_ident()} and len({ident for _, ident in ran}) == 1
+        assert threading.active_count() == before
+        deadline = loop.time() + 10
+        while len(handed_back) < 3:  # back on the loop, in the order they ran
+            assert loop.time() < deadline
+            await asyncio.sleep(0.001)
+        assert [(name, exc) for name, exc, _ in handed_back] == [("first", None), ("second", failing), ("third", None)]
+        assert {ident for _, _, ident in handed_back} == {threading.get_ident()}
+        with pytest.raises(RuntimeError):
+            threads(work("late"), then("late"))
+
+    asyncio.run(scenario())

@@ -50,8 +50,8 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from queue import SimpleQueue
 from typing import Final
 
 from kafkalite.broker.core.log.background import Background, Runner, Then
@@ -68,29 +68,53 @@ COMMIT_THREADS: Final = 1  # rounds that may sync at the same time (see the modu
 class CommitThreads:
     """Threads that run the rounds in a server: ``work`` on a free thread, then ``then`` on the loop,
     handed back with one ``call_soon_threadsafe``. Threads start on first use (a broker that never
-    flushes on ack has none)."""
+    flushes on ack has none).
+
+    Each thread waits on a ``SimpleQueue`` for its next round, and goes back to it as soon as the
+    round is handed back: no future per round, nothing held between a round's end and the loop taking
+    over (an executor's worker would resolve a future and count itself idle while the woken loop
+    waits for the interpreter lock)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, count: int = COMMIT_THREADS) -> None:
         self._loop = loop
-        self._executor = ThreadPoolExecutor(max_workers=count, thread_name_prefix="kafkalite-commit")
+        self._count = count
+        self._jobs: SimpleQueue[tuple[Callable[[], None], Then] | None] = SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
 
     def __call__(self, work: Callable[[], None], then: Then) -> None:
-        self._executor.submit(self._run, work, then)
+        if self._closed:
+            raise RuntimeError("the commit threads are closed")
+        if not self._threads:
+            for number in range(self._count):
+                thread = threading.Thread(target=self._serve, name=f"kafkalite-commit-{number}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        self._jobs.put((work, then))
 
-    def _run(self, work: Callable[[], None], then: Then) -> None:
-        failure: BaseException | None = None
-        try:
-            work()
-        except Exception as exc:
-            failure = exc
-        try:
-            self._loop.call_soon_threadsafe(then, failure)
-        except RuntimeError:  # the loop is closed: the broker has stopped, nobody waits for the answer
-            pass
+    def _serve(self) -> None:
+        jobs, call_soon_threadsafe = self._jobs, self._loop.call_soon_threadsafe
+        while (job := jobs.get()) is not None:
+            work, then = job
+            failure: BaseException | None = None
+            try:
+                work()
+            except Exception as exc:
+                failure = exc
+            try:
+                call_soon_threadsafe(then, failure)
+            except RuntimeError:  # the loop is closed: the broker has stopped, nobody waits for the answer
+                pass
+            del job, work, then, failure
 
     def close(self) -> None:
         """Wait for the rounds running or queued; their answers are handed to the loop as usual."""
-        self._executor.shutdown(wait=True)
+        self._closed = True
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            self._jobs.put(None)  # after every round queued before it
+        for thread in threads:
+            thread.join()
 
 
 @dataclass(slots=True)
