@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from kafkalite.broker.accept import Acceptor, RefusalReport, SpareDescriptor
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener
+from kafkalite.broker.handlers.delayed import after_dispatch
 from kafkalite.broker.handlers.registry import HANDLERS, SERVED, ApiHandler
 from kafkalite.broker.listen import bind_listeners
 from kafkalite.broker.net import KafkaConnection, ReceiveScratch
@@ -109,7 +110,9 @@ class BrokerServer:
         self.cluster = cluster
         loop = asyncio.get_running_loop()
         cluster.log_manager.background.runner = partial(self._run_in_io_thread, loop)
-        cluster.log_manager.group_commit.use_threads(loop)  # flush.on.ack rounds: a thread of their own
+        group_commit = cluster.log_manager.group_commit
+        group_commit.use_threads(loop)  # flush.on.ack rounds: a thread of their own
+        group_commit.defer = after_dispatch  # handed over once the read that made a round is dispatched
         try:
             ssl_contexts: dict[str, SSLContext | None] = {}
             if _needs_security(self.config):

@@ -236,3 +236,163 @@ def test_answers_joining_a_round_reuse_its_descriptors_until_a_roll(tmp_path: Pa
     monkeypatch.undo()
     log_manager.background.runner = None
     log_manager.close()
+
+
+def test_commit_threads_run_rounds_off_the_loop_in_order_and_close_waits_for_them() -> None:
+    """Rounds run on a thread of their own (started on first use), one after another in the order
+    handed over, each handed back to the loop with what it raised; close waits for the queued ones."""
+    import threading
+
+    from kafkalite.broker.core.log.group_commit import CommitThreads
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        before = threading.active_count()
+        threads = CommitThreads(loop)
+        assert threading.active_count() == before  # nothing started until a round comes
+        ran: list[tuple[str, int]] = []
+        handed_back: list[tuple[str, BaseException | None, int]] = []
+        gate = threading.Event()
+        failing = OSError(5, "Input/output error")
+
+        def work(name: str) -> Callable[[], None]:
+            def run() -> None:
+                if name == "first":
+                    assert gate.wait(10)
+                ran.append((name, threading.get_ident()))
+                if name == "second":
+                    raise failing
+            return run
+
+        def then(name: str) -> Callable[[BaseException | None], None]:
+            return lambda exc: handed_back.append((name, exc, threading.get_ident()))
+
+        for name in ("first", "second", "third"):
+            threads(work(name), then(name))
+        assert threading.active_count() == before + 1
+        await asyncio.sleep(0)
+        assert ran == [] and handed_back == []  # the first round still runs: the others wait behind it
+        gate.set()
+        threads.close()  # returns once every round handed over has run
+        assert [name for name, _ in ran] == ["first", "second", "third"]
+        assert {ident for _, ident in ran} != {threading.get_ident()} and len({ident for _, ident in ran}) == 1
+        assert threading.active_count() == before
+        deadline = loop.time() + 10
+        while len(handed_back) < 3:  # back on the loop, in the order they ran
+            assert loop.time() < deadline
+            await asyncio.sleep(0.001)
+        assert [(name, exc) for name, exc, _ in handed_back] == [("first", None), ("second", failing), ("third", None)]
+        assert {ident for _, _, ident in handed_back} == {threading.get_ident()}
+        with pytest.raises(RuntimeError):
+            threads(work("late"), then("late"))
+
+    asyncio.run(scenario())
+
+
+def test_a_deferred_round_is_handed_over_when_its_read_is_dispatched_with_every_answer_asked_before(
+        tmp_path: Path) -> None:
+    """With ``defer`` (the server's end of the read being dispatched), a new round waits for it: the
+    answers asked in between join that round, and it is handed over once, then runs as usual."""
+    log_manager = LogManager(tmp_path, LogConfig())
+    log_manager.open(now_ms=T0)
+    runner = DeferredRunner()
+    log_manager.background.runner = runner
+    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
+    commit = GroupCommit(log_manager.background)
+    deferred: list[Callable[[], None]] = []
+    commit.defer = deferred.append
+
+    async def scenario() -> None:
+        orders.append(make_batch(1), T0)
+        answers = [commit.durable(orders)]
+        assert commit.rounds == 0 and not runner.jobs and len(deferred) == 1  # made, not handed over yet
+        audit.append(make_batch(1), T0)
+        orders.append(make_batch(1), T0)
+        answers += [commit.durable(audit), commit.durable(orders)]
+        assert len(deferred) == 1  # they joined it
+        deferred.pop()()
+        assert commit.rounds == 1 and len(runner.jobs) == 1
+        assert not any(answer.done() for answer in answers)
+        runner.run_all()
+        assert all(answer.done() and answer.result() is None for answer in answers)
+        assert (orders.durable_offset, audit.durable_offset) == (2, 1)
+        orders.append(make_batch(1), T0)
+        later = commit.durable(orders)  # the round is over: a new one, deferred again
+        assert len(deferred) == 1 and commit.rounds == 1 and not later.done()
+        deferred.pop()()
+        runner.run_all()
+        assert later.result() is None and orders.durable_offset == 3
+
+    asyncio.run(scenario())
+    log_manager.background.runner = None
+    log_manager.close()
+
+
+def test_a_server_answers_flush_on_ack_produce_once_synced_with_one_round_per_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a server (commit thread, hand-over at the end of the read): two acks=all Produce requests
+    read together share one round, and neither answer leaves before that round's fdatasync returned."""
+    import select
+    import socket
+    import struct
+    import threading
+
+    from kafkalite.protocol.errors import ErrorCode
+    from kafkalite.protocol.framing import encode_request, parse_response_header
+    from kafkalite.protocol.messages import ProduceRequest, ProduceResponse
+    from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
+    from kafkalite.protocol.records import RecordBatchBuilder
+    from kafkalite.testing.embedded import EmbeddedBroker
+
+    entered, release = threading.Event(), threading.Event()
+    real_fdatasync = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".log"):
+            entered.set()
+            assert release.wait(10)
+        real_fdatasync(fd)
+
+    def produce(correlation_id: int) -> bytes:
+        builder = RecordBatchBuilder()
+        builder.append(timestamp=T0, key=None, value=b"v%d" % correlation_id)
+        request = ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
+            name="orders", partition_data=[PartitionProduceData(index=0, records=builder.build())])])
+        return encode_request(request, 9, correlation_id, "flush-test")
+
+    with EmbeddedBroker({"log.flush.on.ack": "true"}, data_dir=tmp_path) as broker:
+        broker.create_topic("orders")
+        assert broker.server is not None and broker.server.cluster is not None
+        group_commit = broker.server.cluster.log_manager.group_commit
+        monkeypatch.setattr(os, "fdatasync", fdatasync)
+        connection = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+        try:
+            connection.sendall(produce(1) + produce(2))  # one write: one read of both
+            assert entered.wait(10)
+            assert group_commit.rounds == 1
+            assert select.select([connection], [], [], 0)[0] == []  # nothing answered during the sync
+            release.set()
+            answers = []
+            for _ in range(2):
+                size = struct.unpack(">i", _read_exactly(connection, 4))[0]
+                body = parse_response_header(_read_exactly(connection, size), ProduceRequest.API_KEY, 9)
+                partition = ProduceResponse.decode_from(body, 9).responses[0].partition_responses[0]
+                answers.append((partition.error_code, partition.base_offset))
+            assert answers == [(ErrorCode.NONE, 0), (ErrorCode.NONE, 1)]
+            assert group_commit.rounds == 1
+        finally:
+            release.set()
+            connection.close()
+
+
+def _read_exactly(connection: object, size: int) -> bytes:
+    import socket
+
+    assert isinstance(connection, socket.socket)
+    data = bytearray()
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return bytes(data)

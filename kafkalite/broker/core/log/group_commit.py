@@ -6,8 +6,8 @@ An ``acks=all`` answer with ``log.flush.on.ack=true`` may leave only once the by
 durable. One fsync per request would queue the requests behind one another on the disk; instead the
 requests that wait at the same time share the fsyncs, in *rounds*, run in a server by
 :class:`CommitThreads` (a thread of its own by default, so a round never waits behind the checkpoints
-and snapshots of the log room's I/O thread; elsewhere by the log room's
-:class:`~kafkalite.broker.core.log.background.Background`):
+and snapshots of the log room's I/O thread; it waits on a queue for the next round, with no future
+per round); elsewhere by the log room's :class:`~kafkalite.broker.core.log.background.Background`:
 
 * ``when_durable(log, waiter)`` asks that everything appended to ``log`` so far be made durable, and
   calls ``waiter`` with None once it is, or with the ``OSError`` that stopped it (``durable(log)``: the
@@ -20,20 +20,24 @@ and snapshots of the log room's I/O thread; elsewhere by the log room's
   the periodic flushes (a rolled segment, ``flush.ms``, and the indexes of what the rounds synced, at
   most ``manager.RECOVERY_POINT_LAG_MS`` later) sync the indexes and move the recovery point, and no
   checkpoint file is written for a round.
-* The request joins the *open* round, the one handed over whose syncs have not started: its log's flush
-  is extended to the log end offset now (``extend_flush``: the same descriptors, as long as no segment
-  was made meanwhile; else decided again by ``prepare_flush``, with fresh descriptors, and the one it
-  replaces discarded). With no open round, a new one is made and handed over at once. With more than one
-  thread, rounds overlap: a round handed over while another's fdatasync is in the kernel starts at once
-  on a free thread; only when every thread is busy does the open round wait, gathering every request
-  that arrives, and it starts as soon as a thread is free, without waiting for the loop, syncing each of
-  its logs once however many answers wait on it. A file whose sync is still running in an earlier round
-  is synced again by a later one (a segment hands out its file until a sync of it has *completed*), so
-  no answer leaves before its own bytes are durable, whichever round ends first. ``COMMIT_THREADS`` is
-  1: on the 2-core development VM two overlapping threads were 3-6x slower at 10k records/s (the rounds
-  split into more, smaller ones, each a sync and a wake-up of the loop, where one thread gathers them)
-  and no better at 1k/s beyond the noise; even when a round started beside a running one only if that
-  one answered at most two requests, bursts of requests read in one loop step made small rounds.
+* The request joins the *open* round, the one made or handed over whose syncs have not started: its
+  log's flush is extended to the log end offset now (``extend_flush``: the same descriptors, as long as
+  no segment was made meanwhile; else decided again by ``prepare_flush``, with fresh descriptors, and
+  the one it replaces discarded). With no open round, a new one is made and handed over: at once, or,
+  in a server, once the read that made it has been dispatched (``defer``, the connection's end of
+  dispatch), so every request read with it joins it, and the thread, woken as the loop is about to
+  wait, finds the interpreter lock free rather than waking a second time for it. With more than one
+  thread, rounds overlap: a round handed over while another's fdatasync is in the kernel starts at
+  once on a free thread; only when every thread is busy does the open round wait, gathering every
+  request that arrives, and it starts as soon as a thread is free, without waiting for the loop,
+  syncing each of its logs once however many answers wait on it. A file whose sync is still running in
+  an earlier round is synced again by a later one (a segment hands out its file until a sync of it has
+  *completed*), so no answer leaves before its own bytes are durable, whichever round ends first.
+  ``COMMIT_THREADS`` is 1: on the 2-core development VM two overlapping threads were 3-6x slower at 10k
+  records/s (the rounds split into more, smaller ones, each a sync and a wake-up of the loop, where one
+  thread gathers them) and no better at 1k/s beyond the noise; even when a round started beside a
+  running one only if that one answered at most two requests, bursts of requests read in one loop step
+  made small rounds.
 * The round's job marks it started (under its lock, so a request either joined before or makes the next
   round), syncs log after log, and comes back to the loop with one ``call_soon_threadsafe``:
   ``complete_flush`` moves each durable offset and every waiter of the round is told, in the same loop
@@ -50,8 +54,9 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
+from queue import SimpleQueue
 from typing import Final
 
 from kafkalite.broker.core.log.background import Background, Runner, Then
@@ -68,29 +73,53 @@ COMMIT_THREADS: Final = 1  # rounds that may sync at the same time (see the modu
 class CommitThreads:
     """Threads that run the rounds in a server: ``work`` on a free thread, then ``then`` on the loop,
     handed back with one ``call_soon_threadsafe``. Threads start on first use (a broker that never
-    flushes on ack has none)."""
+    flushes on ack has none).
+
+    Each thread waits on a ``SimpleQueue`` for its next round, and goes back to it as soon as the
+    round is handed back: no future per round, nothing held between a round's end and the loop taking
+    over (an executor's worker would resolve a future and count itself idle while the woken loop
+    waits for the interpreter lock)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, count: int = COMMIT_THREADS) -> None:
         self._loop = loop
-        self._executor = ThreadPoolExecutor(max_workers=count, thread_name_prefix="kafkalite-commit")
+        self._count = count
+        self._jobs: SimpleQueue[tuple[Callable[[], None], Then] | None] = SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
 
     def __call__(self, work: Callable[[], None], then: Then) -> None:
-        self._executor.submit(self._run, work, then)
+        if self._closed:
+            raise RuntimeError("the commit threads are closed")
+        if not self._threads:
+            for number in range(self._count):
+                thread = threading.Thread(target=self._serve, name=f"kafkalite-commit-{number}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        self._jobs.put((work, then))
 
-    def _run(self, work: Callable[[], None], then: Then) -> None:
-        failure: BaseException | None = None
-        try:
-            work()
-        except Exception as exc:
-            failure = exc
-        try:
-            self._loop.call_soon_threadsafe(then, failure)
-        except RuntimeError:  # the loop is closed: the broker has stopped, nobody waits for the answer
-            pass
+    def _serve(self) -> None:
+        jobs, call_soon_threadsafe = self._jobs, self._loop.call_soon_threadsafe
+        while (job := jobs.get()) is not None:
+            work, then = job
+            failure: BaseException | None = None
+            try:
+                work()
+            except Exception as exc:
+                failure = exc
+            try:
+                call_soon_threadsafe(then, failure)
+            except RuntimeError:  # the loop is closed: the broker has stopped, nobody waits for the answer
+                pass
+            del job, work, then, failure
 
     def close(self) -> None:
         """Wait for the rounds running or queued; their answers are handed to the loop as usual."""
-        self._executor.shutdown(wait=True)
+        self._closed = True
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            self._jobs.put(None)  # after every round queued before it
+        for thread in threads:
+            thread.join()
 
 
 @dataclass(slots=True)
@@ -119,7 +148,10 @@ class GroupCommit:
         self.background = background
         self.runner: Runner | None = None  # where rounds run (a server's CommitThreads); None: background
         self._threads: CommitThreads | None = None
-        self._open: _Round | None = None  # handed over, its syncs not started: requests join it
+        self._open: _Round | None = None  # made or handed over, its syncs not started: requests join it
+        # Where a new round's hand-over waits (the server's: the end of the read being dispatched), or
+        # None: at once.
+        self.defer: Callable[[Callable[[], None]], None] | None = None
         self.rounds = 0  # rounds handed over (tests, measurements)
 
     def use_threads(self, loop: asyncio.AbstractEventLoop, count: int = COMMIT_THREADS) -> None:
@@ -148,7 +180,10 @@ class GroupCommit:
         fresh = _Round()
         if self._add(fresh, partition_log, waiter):
             self._open = fresh
-            self._hand_over(fresh)
+            if self.defer is None:
+                self._hand_over(fresh)
+            else:
+                self.defer(partial(self._hand_over, fresh))
 
     def durable(self, partition_log: PartitionLog) -> Durable:
         """``when_durable`` as a future: resolved with None once durable, or with the OSError."""
