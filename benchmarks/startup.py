@@ -10,9 +10,10 @@ long after the exec the port accepted a connection and how long until the answer
 v0 request came back, and the CPU time the process used (user and system, from its start to its
 exit after SIGTERM, which the wall-clock figures of a busy machine do not disturb as much), then
 the median and the least of each. Once ApiVersions is answered, the same connection asks for
-Metadata v1 of one topic (which creates it, as ``auto.create.topics.enable`` does) and produces one
-record to it with acks=1 (Produce v3): the time to each answer is printed too, so a start that
-answered ApiVersions early but left the rest of the broker to load later would show it.
+Metadata v1 of one topic (which creates it, as ``auto.create.topics.enable`` does), produces one
+record to it with acks=1 (Produce v3) and fetches it back (Fetch v4): the time to each answer is
+printed too, so a start that answered ApiVersions early but left the rest of the broker to load later
+would show it.
 ``--editable`` runs the checkout itself instead.
 ``--importtime`` prints the 15 slowest imports of one start (``python -X importtime``).
 ``--against CHECKOUT`` installs another checkout (say one of the main branch) the same way and
@@ -82,6 +83,12 @@ def _record_batch(value: bytes, timestamp_ms: int) -> bytes:
 METADATA = _frame(3, 1, 8, struct.pack(">ih", 1, len(TOPIC)) + TOPIC)
 
 
+# Fetch v4 of TOPIC's partition 0 from offset 0 (replica -1, at most 500 ms for at least 1 byte, 1 MiB,
+# read_uncommitted), correlation id 10
+FETCH = _frame(1, 4, 10, struct.pack(">iiiib", -1, 500, 1, 1 << 20, 0) + struct.pack(">ih", 1, len(TOPIC)) + TOPIC
+               + struct.pack(">iiqi", 1, 0, 0, 1 << 20))
+
+
 def produce_request() -> bytes:
     """Produce v3 of one record to TOPIC's partition 0 with acks=1, correlation id 9."""
     batch = _record_batch(b"hello", int(time.time() * 1000))
@@ -123,6 +130,14 @@ def produce_error(frame: bytes) -> int:
     return int(struct.unpack_from(">h", frame, position + 4)[0])  # after the partition index
 
 
+def fetched(frame: bytes) -> tuple[int, int]:
+    """The error code and the records' size of the one partition in a Fetch v4 answer."""
+    position = _string_end(frame, 4 + 4 + 4) + 4  # throttle time, topic count, name, partition count
+    error, _, _, aborted = struct.unpack_from(">hqqi", frame, position + 4)  # after the partition index
+    position += 4 + 2 + 8 + 8 + 4 + max(aborted, 0) * 16  # each aborted transaction: two int64
+    return int(error), int(struct.unpack_from(">i", frame, position)[0])
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -148,13 +163,13 @@ class Start:
 
     def __init__(self) -> None:
         nan = float("nan")
-        self.accepted = self.answered = self.metadata = self.produced = self.cpu = nan
+        self.accepted = self.answered = self.metadata = self.produced = self.fetched = self.cpu = nan
         self.errors = ""
 
 
 def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) -> Start:
-    """Seconds to accepting, to the first ApiVersions, Metadata and Produce answers, and the process's
-    CPU seconds and stderr."""
+    """Seconds to accepting, to the first ApiVersions, Metadata, Produce and Fetch answers, and the
+    process's CPU seconds and stderr."""
     start = Start()
     cpu = children_cpu_s()
     port = free_port()
@@ -185,6 +200,11 @@ def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) ->
                 if produce_error(_read_frame(connection)) != 0:
                     break
                 start.produced = time.perf_counter() - started
+                connection.sendall(FETCH)
+                error, size = fetched(_read_frame(connection))
+                if error != 0 or size == 0:
+                    break
+                start.fetched = time.perf_counter() - started
             break
     finally:
         process.terminate()
@@ -233,8 +253,7 @@ def main() -> None:
               "installed with pip (not editable) into scratch directories")
         for _, env, cwd in sides:
             one_start(env, cwd)  # the first start after an install warms the page cache
-        results: dict[str, tuple[list[float], list[float], list[float], list[float], list[float]]] = {
-            label: ([], [], [], [], []) for label, _, _ in sides}
+        results: dict[str, tuple[list[float], ...]] = {label: ([], [], [], [], [], []) for label, _, _ in sides}
         floors: tuple[list[float], list[float]] = ([], [])
         for run in range(a.runs):
             if a.floor:
@@ -245,7 +264,7 @@ def main() -> None:
                       f"CPU {cpu * 1000:.0f} ms")
             for label, env, cwd in sides:
                 start = one_start(env, cwd)
-                figures = (start.accepted, start.answered, start.metadata, start.produced, start.cpu)
+                figures = (start.accepted, start.answered, start.metadata, start.produced, start.fetched, start.cpu)
                 if any(value != value for value in figures):  # NaN: a step was not answered
                     print(f"{label} run {run + 1}: a request went unanswered; the broker said: "
                           f"{start.errors[-500:]}")
@@ -254,15 +273,16 @@ def main() -> None:
                     column.append(value * 1000)
                 print(f"{label} run {run + 1}: accepting after {start.accepted * 1000:.0f} ms, answered "
                       f"ApiVersions after {start.answered * 1000:.0f}, Metadata {start.metadata * 1000:.0f}, "
-                      f"Produce {start.produced * 1000:.0f} ms, CPU {start.cpu * 1000:.0f} ms")
+                      f"Produce {start.produced * 1000:.0f}, Fetch {start.fetched * 1000:.0f} ms, "
+                      f"CPU {start.cpu * 1000:.0f} ms")
         print("median / least, in ms:")
         if floors[0]:
             print(f"import asyncio, uvloop: {_spread(floors[0])} from exec to exit, CPU {_spread(floors[1])}")
-        for label, (accepts, answers, metadatas, produces, cpus) in results.items():
+        for label, (accepts, answers, metadatas, produces, fetches, cpus) in results.items():
             if answers:
                 print(f"{label}, {len(answers)} runs: accepting {_spread(accepts)}, first ApiVersions answer "
                       f"{_spread(answers)}, Metadata {_spread(metadatas)}, Produce {_spread(produces)}, "
-                      f"CPU to start, answer and stop {_spread(cpus)}")
+                      f"Fetch {_spread(fetches)}, CPU to start, answer and stop {_spread(cpus)}")
         if a.importtime:
             _, env, cwd = sides[0]
             rows = []

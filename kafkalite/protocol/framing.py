@@ -68,7 +68,7 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return header_version
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class RequestFrame:
     """A request whose header is decoded and whose body is still bytes (``body`` onwards)."""
 

@@ -18,7 +18,7 @@ from kafkalite.protocol.primitives import Reader, Writer
 _M = TypeVar("_M", bound="Message")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class FieldSpec:
     """What the schema says about one field of a generated class."""
 

@@ -20,10 +20,11 @@ Layouts are in ``docs/record-batch.md``. Records use zig-zag varints (at most 5 
 :class:`~protocol.exceptions.CorruptRecordError`; no length read from the input is trusted before it is
 checked against the bytes actually present.
 
-Imports point one way: this module imports :mod:`protocol.legacy_records` (for :func:`iter_batches`),
-and both import what they share (:class:`Record`, :class:`TimestampType`, ``LOG_OVERHEAD``,
-``NO_SEQUENCE``, ``NO_TIMESTAMP``) from ``protocol._record_common``; ``legacy_records`` never imports
-this module. Those shared names are re-exported here, where callers import them from.
+Imports point one way: this module imports :mod:`protocol.legacy_records` (in :func:`iter_batches`,
+at its first legacy batch: a broker whose clients all write magic 2 never loads it), and both import
+what they share (:class:`Record`, :class:`TimestampType`, ``LOG_OVERHEAD``, ``NO_SEQUENCE``,
+``NO_TIMESTAMP``) from ``protocol._record_common``; ``legacy_records`` never imports this module.
+Those shared names are re-exported here, where callers import them from.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafkalite.protocol._crc32c import crc32c
 from kafkalite.protocol._record_common import (
@@ -46,7 +47,9 @@ from kafkalite.protocol._record_common import (
 )
 from kafkalite.protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress
 from kafkalite.protocol.exceptions import CorruptRecordError
-from kafkalite.protocol.legacy_records import LegacyRecordBatch
+
+if TYPE_CHECKING:
+    from kafkalite.protocol.legacy_records import LegacyRecordBatch
 
 __all__ = [
     "LOG_OVERHEAD", "RECORD_BATCH_OVERHEAD", "NO_PARTITION_LEADER_EPOCH", "NO_PRODUCER_EPOCH", "NO_PRODUCER_ID",
@@ -887,6 +890,8 @@ def iter_batches(records: Buffer) -> Iterator[RecordBatch | LegacyRecordBatch]:
         if magic == 2:
             yield RecordBatch(view[position : position + size])
         elif magic < 2:
+            from kafkalite.protocol.legacy_records import LegacyRecordBatch
+
             yield LegacyRecordBatch(view[position : position + size])
         else:
             raise CorruptRecordError(f"batch at byte {position} has unknown magic {magic}")

@@ -110,6 +110,8 @@ NOT_IMPORTED_BY_A_BARE_START = (
     "cramjam", "lz4", "zstandard",
     "encodings.idna",  # (listen.py gives getaddrinfo an ASCII host as bytes)
     "argparse", "gettext",  # plain arguments are read without argparse (cli/serve.py)
+    "kafkalite.broker.core.log.memory",  # the logs of log.storage=memory, on its first log
+    "kafkalite.protocol.legacy_records",  # magic 0/1 batches, on the first one
     "shutil", "bz2", "lzma",  # (shutil imports both) removing a partition's files is not a start's work
 )
 

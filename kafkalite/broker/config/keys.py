@@ -70,7 +70,7 @@ class ConfigError(KafkaError):
 _INTEGER_RANGES = {ConfigType.SHORT: 2**15, ConfigType.INT: 2**31, ConfigType.LONG: 2**63}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ConfigKey:
     """One known key: its type, default (a parsed value; None = no value), checks and documentation.
 

@@ -198,7 +198,7 @@ _GROUP_TABLE: tuple[ConfigKey, ...] = _table(
 GROUP_KEYS: dict[str, ConfigKey] = index_keys(_GROUP_TABLE)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class TopicConfig:
     """Every per-topic key's effective, typed value for one topic: ``max.message.bytes`` is
     ``max_message_bytes``. Long.MAX_VALUE stays as it is (Kafka's "never"); lists are tuples."""

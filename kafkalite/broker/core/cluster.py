@@ -91,7 +91,7 @@ log = logging.getLogger("kafkalite.cluster")
 __all__ = ["Cluster", "Endpoint"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Endpoint:
     """An advertised listener: what Metadata and FindCoordinator tell clients to connect to."""
 

@@ -109,15 +109,22 @@ class RecordValidationError(KafkaError):
         self.record_errors = record_errors
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class AppendInfo:
+    """What a Produce answer says of an append: the batch's base offset, its log append time and the
+    partition's log start offset."""
+
     base_offset: int
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ReadInfo:
+    """What a Fetch answer says of a partition: the stored batches read, their size, the partition's
+    high watermark, last stable offset and log start offset, and the aborted transactions overlapping
+    the read (read_committed)."""
+
     records: list[Piece]  # bytes, or FileRegion objects when the read asked for file regions
     size: int
     high_watermark: int
@@ -130,7 +137,7 @@ class ReadInfo:
         return [piece.read() if isinstance(piece, FileRegion) else piece for piece in self.records]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class AppendedBatch:
     """A copy of the batch an append stored, taken by a waiting fetch from ``Partition.appended``
     while it was told of the append (that batch's buffer may be a request's, reused afterwards)."""

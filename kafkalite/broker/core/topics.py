@@ -75,7 +75,7 @@ def log_config(settings: TopicConfig) -> LogConfig:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Topic:
     """A topic: its id, effective configs and overrides, and its partitions."""
 

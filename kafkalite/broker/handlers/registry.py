@@ -34,7 +34,7 @@ __all__ = ["ApiHandler", "HANDLERS", "HandlerRegistry", "HandlerResult", "NOT_SE
 HandlerResult = Message | None | Awaitable[Message | None]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class RequestContext:
     """What a handler knows about the request besides its body."""
 
@@ -53,7 +53,7 @@ class RequestContext:
     file_regions: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ApiHandler:
     """One API's handler, the versions it serves and its request and response classes."""
 

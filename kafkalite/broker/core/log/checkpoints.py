@@ -111,7 +111,7 @@ def checkpoint_holds(path: Path, data: bytes) -> bool:
         return False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CheckpointPlan:
     """The checkpoints of one log directory, decided on the loop, to be written anywhere."""
 

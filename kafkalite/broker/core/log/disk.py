@@ -74,7 +74,7 @@ _MIN_BATCH_LENGTH: Final = 49  # a magic-2 batch header without its LOG_OVERHEAD
 REGION_MIN_BYTES: Final = 64 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class _BatchSpan:
     """Where a stored batch is and which offsets it holds, read from its header alone."""
 
@@ -119,7 +119,7 @@ def file_batches(file: FileHandle, start: int, end: int, block_size: int) -> Ite
         position += consumed
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class RecoveryOutcome:
     """What scanning a segment found: how many bytes were valid and why the rest (if any) was cut."""
 

@@ -65,7 +65,6 @@ from kafkalite.broker.core.log.checkpoints import (
 from kafkalite.broker.core.log.disk import DiskLog
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.group_commit import GroupCommit
-from kafkalite.broker.core.log.memory import MemoryLog
 from kafkalite.broker.core.log.partition_log import LogConfig, LogError, PartitionLog, PendingFlush, wall_clock_ms
 
 log = logging.getLogger("kafkalite.log_manager")
@@ -255,6 +254,8 @@ class LogManager:
         config = config or self.default_config
         partition_log: PartitionLog
         if self.data_dir is None:
+            from kafkalite.broker.core.log.memory import MemoryLog  # (a broker on disk never loads it)
+
             partition_log = MemoryLog(f"{topic}-{partition}", config, now_ms)
         else:
             if len(self.log_dirs) == 1:

@@ -141,7 +141,7 @@ class RecordBatchTooLarge(KafkaError):
         super().__init__(ErrorCode.RECORD_LIST_TOO_LARGE, message)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class AppendResult:
     """Where an appended batch went: its offsets, and its segment and byte position in that segment."""
 
@@ -151,7 +151,7 @@ class AppendResult:
     position: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ReadResult:
     """Stored batches, as buffers to send without re-encoding (``transport.writelines(chunks)``).
 

@@ -44,7 +44,7 @@ class OwnedDescriptor:
             os.close(descriptor)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class FileRegion:
     """``length`` bytes at ``position`` of ``file``: whole stored batches, as validated when appended."""
 

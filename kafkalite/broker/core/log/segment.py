@@ -37,7 +37,7 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class SegmentRead:
     """What one segment contributed to a read.
 
