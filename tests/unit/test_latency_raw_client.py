@@ -26,7 +26,7 @@ def answer_frame(response: ProduceResponse | FetchResponse, version: int, correl
 
 def stamped_batch(produce: latency.ProduceFrame, sent_ns: int, base_offset: int) -> bytes:
     """The batch a stamped Produce request carries, given the offset a server would write."""
-    frame = bytes(produce.stamp(7, sent_ns, 1_700_000_000_000))
+    frame = bytes(produce.stamp(7, sent_ns, sent_ns - 3, 1_700_000_000_000))
     request = decode_request_body(ProduceRequest, parse_request(frame[4:]).body, 9)
     assert isinstance(request, ProduceRequest)
     batch = RecordBatch(bytearray(bytes(request.topic_data[0].partition_data[0].records or b"")))
@@ -37,7 +37,7 @@ def stamped_batch(produce: latency.ProduceFrame, sent_ns: int, base_offset: int)
 def test_a_stamped_produce_request_is_a_valid_one_record_batch() -> None:
     produce = latency.ProduceFrame(TOPIC, -1)
     for correlation_id, sent_ns in ((2, 123_456_789), (3, 987_654_321_012)):
-        frame = bytes(produce.stamp(correlation_id, sent_ns, 1_700_000_000_123))
+        frame = bytes(produce.stamp(correlation_id, sent_ns, sent_ns - 5, 1_700_000_000_123))
         assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
         parsed = parse_request(frame[4:])
         assert (parsed.api_key, parsed.api_version, parsed.correlation_id) == (0, 9, correlation_id)
@@ -49,7 +49,7 @@ def test_a_stamped_produce_request_is_a_valid_one_record_batch() -> None:
         assert (batch.base_timestamp, batch.max_timestamp) == (1_700_000_000_123, 1_700_000_000_123)
         (record,) = batch.records()
         assert record.value is not None and len(record.value) == latency.SIZE
-        assert struct.unpack_from(">q", record.value)[0] == sent_ns
+        assert struct.unpack_from(">qq", record.value) == (sent_ns, sent_ns - 5)
 
 
 def test_a_fetch_request_asks_from_the_offset_given() -> None:
@@ -86,11 +86,11 @@ def test_produce_answers_read_in_place_and_through_the_codec(monkeypatch: pytest
 def test_fetch_answers_give_each_records_send_time_and_the_next_offset(monkeypatch: pytest.MonkeyPatch) -> None:
     produce = latency.ProduceFrame(TOPIC, 1)
     prefix = latency.FetchFrame(TOPIC).answer_prefix
-    sent = [1_000_000 + 17 * i for i in range(40)]
-    records = b"".join(stamped_batch(produce, sent_ns, 100 + i) for i, sent_ns in enumerate(sent))
+    sent = [(1_000_000 + 17 * i, 1_000_000 + 17 * i - 3) for i in range(40)]
+    records = b"".join(stamped_batch(produce, sent_ns, 100 + i) for i, (sent_ns, _) in enumerate(sent))
     builder = RecordBatchBuilder(base_offset=140)  # a batch of another shape: through the record decoder
     for sent_ns in (5, 6, 7):
-        builder.append(timestamp=1, key=None, value=struct.pack(">q", sent_ns) + b"x" * 30)
+        builder.append(timestamp=1, key=None, value=struct.pack(">qq", sent_ns, sent_ns - 1) + b"x" * 30)
     records += bytes(builder.build())
 
     def partition(**fields: object) -> FetchResponse:
@@ -112,7 +112,7 @@ def test_fetch_answers_give_each_records_send_time_and_the_next_offset(monkeypat
         if len(view) < len(records):
             assert (times, next_offset) == (sent, 140)
         else:
-            assert (times, next_offset) == ([*sent, 5, 6, 7], 143)
+            assert (times, next_offset) == ([*sent, (5, 4), (6, 5), (7, 6)], 143)
     error_code, view = latency.fetch_answer(answer_frame(partition(), 12, 10), prefix)  # nothing new
     assert error_code == 0 and latency.send_times(view, produce.batch_length) == ([], -1)
     error_code, view = latency.fetch_answer(answer_frame(partition(error_code=1), 12, 11), prefix)
