@@ -48,7 +48,9 @@ each run's line also gives the end-to-end p99 counted from the time each record 
 carries both times), which includes that wait. The mock answers each Fetch with one batch, here
 one record, at about 2,500 answers a second on this VM, so at 10 k records/s its consumer falls
 behind; a Fetch with nothing to read it answers at ``max_wait_ms``. Its end-to-end column is that
-backlog or wait, not its speed.
+backlog or wait, not its speed. With ``--raw-e2e`` each run's line also says how many of the
+machine's cores were busy during the run and how much CPU the host took from this VM (steal time,
+from ``/proc/stat``): the other work on a small shared machine is part of what a latency shows.
 """
 
 from __future__ import annotations
@@ -164,6 +166,15 @@ def _own_cpu_seconds() -> float:
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def _machine_cpu() -> tuple[float, float, float]:
+    """CPU seconds of the whole machine so far, busy (not idle, not waiting for I/O, not stolen) and
+    stolen by the host (the VM's steal time), with the monotonic clock: ``/proc/stat``."""
+    fields = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick, time.monotonic()
 
 
 def _connect(bootstrap: str) -> Any:
@@ -667,12 +678,14 @@ def main() -> None:
                         continue
                     topic = f"lat-{rep}-{rate}-{acks}-{client}"
                     cpu_before = cpu_seconds(pids[name])
+                    machine_before = _machine_cpu()
                     extra = ["--max-in-flight", str(a.max_in_flight)] if client == "rawe2e" else []
                     done = subprocess.run([sys.executable, __file__, client, "--bootstrap", bootstrap,
                                            "--topic", topic, "--rate", str(rate), "--acks", acks,
                                            "--seconds", str(a.seconds), *extra],
                                           capture_output=True, text=True, timeout=3 * (a.seconds + WARMUP_S) + 120)
                     cpu_after = cpu_seconds(pids[name])
+                    machine = [after - before for after, before in zip(_machine_cpu(), machine_before, strict=True)]
                     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
                     if not lines:
                         print(f"  {name} {rate}/s acks={acks}: no result: {done.stderr[-300:]}", flush=True)
@@ -695,6 +708,9 @@ def main() -> None:
                         client_figures = (f"; client CPU {result['cpu']:.0f} µs/record, {result['late']} sent late,"
                                           f" {result['held']} held by the window, {result['fetches']} Fetch answers;"
                                           f" end-to-end p99 from the due time {from_due:.2f} ms")
+                    if a.raw_e2e:
+                        client_figures += (f"; the machine's cores busy {machine[0] / machine[2]:.2f},"
+                                           f" stolen by the host {machine[1] / machine[2]:.2f}")
                     print(f"  rep{rep + 1} {label:30s} {rate:>6}/s acks={acks:3s} ack p50"
                           f" {percentile(result['acked'], 0.5):6.2f} ms  end-to-end p50"
                           f" {percentile(result['ends'], 0.5):6.2f} ms  ({counted} records,"
