@@ -46,8 +46,8 @@ run's line) when it was due while the window was full, so it left when an answer
 table's latencies count from the actual send, so a held record's wait for the window is not in them;
 each run's line also gives the end-to-end p99 counted from the time each record was due (the value
 carries both times), which includes that wait. The mock answers each Fetch with one batch, here
-one record, at about 2,500 answers a second on this VM, so at 10 k records/s its consumer falls
-behind; a Fetch with nothing to read it answers at ``max_wait_ms``. Its end-to-end column is that
+one record, and answered 400-2,600 Fetches a second on this VM, so at 10 k records/s its consumer
+falls behind; a Fetch with nothing to read it answers at ``max_wait_ms``. Its end-to-end column is that
 backlog or wait, not its speed. With ``--raw-e2e`` each run's line also says how many of the
 machine's cores were busy during the run and how much CPU the host took from this VM (steal time,
 from ``/proc/stat``): the other work on a small shared machine is part of what a latency shows.
