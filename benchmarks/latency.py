@@ -19,8 +19,9 @@ wheel); kafkalite is started from this checkout on 127.0.0.1 with a scratch data
 over every record of every rep.
 
 ``--flush-on-ack`` adds a kafkalite with ``log.flush.on.ack=true`` (acks=all waits for the fsync of
-the written partitions) and measures the disk's own fsync latency in that data directory: 4 KiB
-appended and ``fsync``-ed, one at a time. Nothing is asserted.
+the written partitions) and measures the disk's own fsync latency in that data directory, one sync at
+a time: 4 KiB appended and ``fsync``-ed, and a one-record batch's bytes appended and ``fdatasync``-ed
+(what a flush.on.ack round does for one 100-byte record). Nothing is asserted.
 
 ``--raw`` adds, for each server, rate and acks, a run of a client without librdkafka: one blocking
 socket that sends a one-record Produce v9 and reads its answer before the next, paced at the rate
@@ -65,6 +66,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -74,6 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 WARMUP_S = 1.0
 SIZE = 100
+ONE_RECORD_BATCH_BYTES = 61 + 8 + SIZE  # batch header, the record's own fields (no key, no headers), value
 Bytes: TypeAlias = "bytes | bytearray | memoryview"
 
 
@@ -585,17 +588,18 @@ def raw_e2e_main(a: argparse.Namespace) -> None:
                       "ends_from_due": ends_from_due}), flush=True)
 
 
-def fsync_latency(directory: Path, count: int = 300) -> list[float]:
-    """The disk's own: 4 KiB appended and fsynced, ``count`` times, in milliseconds."""
+def fsync_latency(directory: Path, count: int = 300, size: int = 4096,
+                  sync: Callable[[int], None] = os.fsync) -> list[float]:
+    """The disk's own: ``size`` bytes appended and synced, ``count`` times, in milliseconds."""
     path = directory / "fsync-probe"
-    block = os.urandom(4096)
+    block = os.urandom(size)
     times = []
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         for _ in range(count):
             start = time.perf_counter()
             os.write(fd, block)
-            os.fsync(fd)
+            sync(fd)
             times.append((time.perf_counter() - start) * 1000)
     finally:
         os.close(fd)
@@ -737,10 +741,14 @@ def main() -> None:
                       f" {percentile(acked, 0.999):7.2f} {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f}"
                       f" {percentile(ends, 0.999):7.2f} {len(ends or acked):>8} {cpu:>10.0f}{more}")
         if a.flush_on_ack:
-            times = fsync_latency(scratch)
-            print(f"\nthe disk's own fsync (4 KiB appended, then fsync) in the data directory: p50"
-                  f" {statistics.median(times):.2f} ms, p99 {percentile(times, 0.99):.2f} ms,"
-                  f" p99.9 {percentile(times, 0.999):.2f} ms ({len(times)} fsyncs)")
+            print()
+            for what, size, sync in [("4 KiB appended, then fsync", 4096, os.fsync),
+                                     ("a one-record batch appended, then fdatasync", ONE_RECORD_BATCH_BYTES,
+                                      os.fdatasync)]:
+                times = fsync_latency(scratch, size=size, sync=sync)
+                print(f"the disk's own fsync ({what}) in the data directory: p50"
+                      f" {statistics.median(times):.2f} ms, p99 {percentile(times, 0.99):.2f} ms,"
+                      f" p99.9 {percentile(times, 0.999):.2f} ms ({len(times)} syncs)")
     finally:
         mock.stop()
         for broker in brokers.values():
