@@ -715,7 +715,7 @@ def main() -> None:
                     if a.raw_e2e:
                         client_figures += (f"; the machine's cores busy {machine[0] / machine[2]:.2f},"
                                            f" stolen by the host {machine[1] / machine[2]:.2f}")
-                    print(f"  rep{rep + 1} {label:30s} {rate:>6}/s acks={acks:3s} ack p50"
+                    print(f"  rep{rep + 1} {label:32s} {rate:>6}/s acks={acks:3s} ack p50"
                           f" {percentile(result['acked'], 0.5):6.2f} ms  end-to-end p50"
                           f" {percentile(result['ends'], 0.5):6.2f} ms  ({counted} records,"
                           f" {result['failures']} failed; server CPU"
@@ -724,7 +724,7 @@ def main() -> None:
         print(f"\nlatency in ms, {SIZE}-byte records, linger.ms 0, over {a.reps} rep(s) of {a.seconds:g} s;"
               " ack = produce() to acknowledgement, e2e = produce() to the consumer")
         more = f" {'client µs/rec':>13s} {'late':>6s}" if a.raw_e2e else ""
-        print(f"{'server':30s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
+        print(f"{'server':32s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
               f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'CPU µs/rec':>10s}{more}")
         for (rate, acks), client in ((run, client) for run in runs for client in clients):
             for name, _ in servers:
@@ -737,7 +737,7 @@ def main() -> None:
                 if a.raw_e2e:
                     late = str(sum(figures["late"])) if client == "rawe2e" else "-"
                     more = f" {statistics.median(figures['client_cpu']):>13.0f} {late:>6s}"
-                print(f"{label:30s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f} {percentile(acked, 0.99):7.2f}"
+                print(f"{label:32s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f} {percentile(acked, 0.99):7.2f}"
                       f" {percentile(acked, 0.999):7.2f} {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f}"
                       f" {percentile(ends, 0.999):7.2f} {len(ends or acked):>8} {cpu:>10.0f}{more}")
         if a.flush_on_ack:
