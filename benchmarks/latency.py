@@ -180,6 +180,21 @@ def _machine_cpu() -> tuple[float, float, float]:
     return (user + nice + system + irq + softirq) / tick, steal / tick, time.monotonic()
 
 
+def _read_frame(connection: Any) -> bytes:
+    """One size-prefixed frame from a blocking socket, without its size."""
+
+    def read_exactly(size: int) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            chunk = connection.recv(size - len(data))
+            if not chunk:
+                raise ConnectionError("the server closed the connection")
+            data += chunk
+        return bytes(data)
+
+    return read_exactly(struct.unpack(">i", read_exactly(4))[0])
+
+
 def _connect(bootstrap: str) -> Any:
     """A blocking TCP connection to the first bootstrap server, Nagle off."""
     import socket
@@ -197,21 +212,12 @@ def _await_topic(connection: Any, topic: str) -> None:
     from kafkalite.protocol.messages import MetadataRequest, MetadataResponse
     from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic
 
-    def read_exactly(size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = connection.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            data += chunk
-        return bytes(data)
-
     deadline = time.monotonic() + 20
     while True:
         connection.sendall(encode_request(
             MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True),
             9, 1, "latency-raw"))
-        answer = read_exactly(struct.unpack(">i", read_exactly(4))[0])
+        answer = _read_frame(connection)
         topics = MetadataResponse.decode_from(parse_response_header(answer, MetadataRequest.API_KEY, 9), 9).topics
         if topics and topics[0].error_code == ErrorCode.NONE and topics[0].partitions:
             return
@@ -231,18 +237,9 @@ def raw_main(a: argparse.Namespace) -> None:
     connection = _connect(a.bootstrap)
     correlation_ids = iter(range(2, 1 << 31))
 
-    def read_exactly(size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = connection.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            data += chunk
-        return bytes(data)
-
     def round_trip(frame: bytes) -> bytes:
         connection.sendall(frame)
-        return read_exactly(struct.unpack(">i", read_exactly(4))[0])
+        return _read_frame(connection)
 
     _await_topic(connection, a.topic)
     acks = -1 if a.acks == "all" else int(a.acks)

@@ -14,7 +14,7 @@ import pytest
 
 from kafkalite.broker.core.log.group_commit import GroupCommit
 from kafkalite.broker.core.log.manager import LogManager
-from kafkalite.broker.core.log.partition_log import LogConfig
+from kafkalite.broker.core.log.partition_log import LogConfig, PartitionLog
 from tests.unit.test_background_io import DeferredRunner
 from tests.unit.test_log import T0, make_batch
 
@@ -23,13 +23,7 @@ TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
 
 def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  ) -> None:
-    log_manager = LogManager(tmp_path, LogConfig())
-    log_manager.open(now_ms=T0)
-    runner = DeferredRunner()
-    log_manager.background.runner = runner
-    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
-    audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
-    commit = GroupCommit(log_manager.background)
+    log_manager, runner, orders, audit, commit = _two_logs(tmp_path)
     fsynced: list[int] = []  # the inode of each file synced
     during_fsync: list[Callable[[], None]] = []
     real_fdatasync = os.fdatasync
@@ -86,13 +80,7 @@ def test_answers_waiting_while_a_round_runs_share_the_next_round(tmp_path: Path,
 
 
 def test_a_failed_fsync_reaches_only_its_logs_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log_manager = LogManager(tmp_path, LogConfig())
-    log_manager.open(now_ms=T0)
-    runner = DeferredRunner()
-    log_manager.background.runner = runner
-    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
-    audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
-    commit = GroupCommit(log_manager.background)
+    log_manager, runner, orders, audit, commit = _two_logs(tmp_path)
 
     async def scenario() -> None:
         orders.append(make_batch(1), T0)
@@ -293,13 +281,7 @@ def test_a_deferred_round_is_handed_over_when_its_read_is_dispatched_with_every_
         tmp_path: Path) -> None:
     """With ``defer`` (the server's end of the read being dispatched), a new round waits for it: the
     answers asked in between join that round, and it is handed over once, then runs as usual."""
-    log_manager = LogManager(tmp_path, LogConfig())
-    log_manager.open(now_ms=T0)
-    runner = DeferredRunner()
-    log_manager.background.runner = runner
-    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
-    audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
-    commit = GroupCommit(log_manager.background)
+    log_manager, runner, orders, audit, commit = _two_logs(tmp_path)
     deferred: list[Callable[[], None]] = []
     commit.defer = deferred.append
 
@@ -396,3 +378,14 @@ def _read_exactly(connection: object, size: int) -> bytes:
         assert chunk, "the broker closed the connection"
         data += chunk
     return bytes(data)
+
+
+def _two_logs(tmp_path: Path) -> tuple[LogManager, DeferredRunner, PartitionLog, PartitionLog, GroupCommit]:
+    """A log manager on disk whose background jobs run only when told, two logs, and a group commit."""
+    log_manager = LogManager(tmp_path, LogConfig())
+    log_manager.open(now_ms=T0)
+    runner = DeferredRunner()
+    log_manager.background.runner = runner
+    orders = log_manager.create_log("orders", 0, TOPIC_ID, now_ms=T0)
+    audit = log_manager.create_log("audit", 0, uuid.uuid4(), now_ms=T0)
+    return log_manager, runner, orders, audit, GroupCommit(log_manager.background)
