@@ -287,7 +287,7 @@ class Cluster:
         if self._built("share_partitions"):
             self.share_partitions.close()
         if clean:  # the next start replays no producer state
-            for partition in self._partitions():
+            for partition in self.topics.partitions():
                 try:
                     partition.snapshot_producer_state()
                 except OSError as exc:
@@ -330,12 +330,8 @@ class Cluster:
             self.transactions.periodic(now_ms)
         if now_ms - self._producers_checked_ms >= self._producers_check_interval_ms:
             self._producers_checked_ms = now_ms
-            for partition in self._partitions():
+            for partition in self.topics.partitions():
                 partition.remove_expired_producers(now_ms, self._producer_expiration_ms)
-
-    def _partitions(self) -> Iterable[Partition]:
-        for topic in self.topics:
-            yield from topic.partitions
 
     # identity --------------------------------------------------------------------------------
     def _load_identity(self) -> str:

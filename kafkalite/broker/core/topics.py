@@ -114,6 +114,11 @@ class TopicManager:
     def __len__(self) -> int:
         return len(self._by_name)
 
+    def partitions(self) -> Iterator[Partition]:
+        """Every partition of every topic (internal ones included)."""
+        for topic in self:
+            yield from topic.partitions
+
     def get(self, name: str) -> Topic | None:
         return self._by_name.get(name)
 

@@ -106,7 +106,7 @@ class TransactionCoordinator:
                 log.warning("skipping an unreadable %s record at offset %d: %s", TRANSACTION_STATE_TOPIC,
                             record.offset, exc)
         highest = max((max(m.producer_id, m.previous_producer_id) for m in self._transactions.values()), default=-1)
-        for partition in self._partitions():
+        for partition in self.topics.partitions():
             highest = max(highest, partition.producer_state.max_producer_id())
         self.producer_ids.open(at_least=highest + 1)
         now = self.clock()
@@ -394,8 +394,4 @@ class TransactionCoordinator:
         metadata = self._transactions.pop(transactional_id, None)
         if metadata is not None and self._by_producer_id.get(metadata.producer_id) == transactional_id:
             del self._by_producer_id[metadata.producer_id]
-
-    def _partitions(self) -> Iterable[Partition]:
-        for topic in self.topics:
-            yield from topic.partitions
 
