@@ -4,7 +4,7 @@ On ext4 (and XFS), a write into a file's end reserves each page for delayed allo
 for a batch of a megabyte that bookkeeping is about a third of the ``os.write``. Asking the file
 system first for the range's blocks as one extent (Linux ``fallocate(2)`` with
 ``FALLOC_FL_KEEP_SIZE``: the file's length, and so Kafka's layout, does not change) leaves the write
-only the copy into the page cache: about 0.026 -> 0.018 CPU seconds per 100 MB written in 1 MiB
+only the copy into the page cache: 0.026-0.033 -> 0.020-0.022 CPU seconds per 100 MB written in 1 MiB
 appends here, and less CPU for the machine as a whole once written back. Only the bytes about to be
 written are allocated, so no space is held beyond the end of a segment (a crash between the two
 calls leaves at most one batch's blocks past the end, which the next truncation frees).
