@@ -45,56 +45,37 @@ REQUEST = struct.pack(">i", len(_BODY)) + _BODY
 TOPIC = b"startup"
 
 
-def _crc32c_table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
+sys.path.insert(0, str(REPO))
+from kafkalite.protocol.framing import encode_request, parse_response_header  # noqa: E402
+from kafkalite.protocol.messages import (  # noqa: E402  (each loaded here, not between two timed answers)
+    FetchRequest,
+    FetchResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic  # noqa: E402
+from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic  # noqa: E402
+from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData  # noqa: E402
+from kafkalite.protocol.records import RecordBatchBuilder  # noqa: E402
 
-
-_CRC32C_TABLE = _crc32c_table()
-
-
-def crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc = _CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def _frame(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
-    header = struct.pack(">hhih", api_key, version, correlation_id, 7) + b"startup"
-    return struct.pack(">i", len(header) + len(body)) + header + body
-
-
-def _record_batch(value: bytes, timestamp_ms: int) -> bytes:
-    """One magic-2 batch of one record (no key, no headers), written by hand."""
-    record = bytes([0, 0, 0, 1]) + bytes([len(value) * 2]) + value + bytes([0])  # attrs, ts/offset deltas, key -1
-    records = bytes([len(record) * 2]) + record  # each length a zigzag varint (all below 64 here)
-    after_crc = (struct.pack(">hiqqqhii", 0, 0, timestamp_ms, timestamp_ms, -1, -1, -1, 1) + records)
-    after_length = struct.pack(">ibI", -1, 2, crc32c(after_crc)) + after_crc
-    return struct.pack(">qi", 0, len(after_length)) + after_length
-
-
+_NAME = TOPIC.decode()
 # Metadata v1 of TOPIC (auto-created), correlation id 8
-METADATA = _frame(3, 1, 8, struct.pack(">ih", 1, len(TOPIC)) + TOPIC)
-
-
-# Fetch v4 of TOPIC's partition 0 from offset 0 (replica -1, at most 500 ms for at least 1 byte, 1 MiB,
-# read_uncommitted), correlation id 10
-FETCH = _frame(1, 4, 10, struct.pack(">iiiib", -1, 500, 1, 1 << 20, 0) + struct.pack(">ih", 1, len(TOPIC)) + TOPIC
-               + struct.pack(">iiqi", 1, 0, 0, 1 << 20))
+METADATA = encode_request(MetadataRequest(topics=[MetadataRequestTopic(name=_NAME)]), 1, 8, "startup")
+# Fetch v4 of TOPIC's partition 0 from offset 0 (at most 500 ms for at least 1 byte, 1 MiB), correlation id 10
+FETCH = encode_request(FetchRequest(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, topics=[
+    FetchTopic(topic=_NAME, partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]),
+    4, 10, "startup")
 
 
 def produce_request() -> bytes:
     """Produce v3 of one record to TOPIC's partition 0 with acks=1, correlation id 9."""
-    batch = _record_batch(b"hello", int(time.time() * 1000))
-    body = (struct.pack(">hhi", -1, 1, 30_000) + struct.pack(">ih", 1, len(TOPIC)) + TOPIC
-            + struct.pack(">iii", 1, 0, len(batch)) + batch)
-    return _frame(0, 3, 9, body)
+    builder = RecordBatchBuilder()
+    builder.append(timestamp=int(time.time() * 1000), key=None, value=b"hello")
+    request = ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[TopicProduceData(
+        name=_NAME, partition_data=[PartitionProduceData(index=0, records=builder.build())])])
+    return encode_request(request, 3, 9, "startup")
 
 
 def _read_frame(connection: socket.socket) -> bytes:
@@ -107,35 +88,22 @@ def _read_frame(connection: socket.socket) -> bytes:
     return data[4:]
 
 
-def _string_end(frame: bytes, position: int) -> int:
-    (size,) = struct.unpack_from(">h", frame, position)
-    return position + 2 + max(size, 0)
-
-
 def metadata_topic_error(frame: bytes) -> int:
     """The error code of the one topic in a Metadata v1 answer (after its correlation id)."""
-    position = 4
-    (brokers,) = struct.unpack_from(">i", frame, position)
-    position += 4
-    for _ in range(brokers):
-        position = _string_end(frame, position + 4) + 4  # node id, host, port
-        position = _string_end(frame, position)  # rack
-    position += 4 + 4  # controller id, topic count
-    return int(struct.unpack_from(">h", frame, position)[0])
+    return MetadataResponse.decode_from(parse_response_header(frame, 3, 1), 1).topics[0].error_code
 
 
 def produce_error(frame: bytes) -> int:
     """The error code of the one partition in a Produce v3 answer (after its correlation id)."""
-    position = _string_end(frame, 4 + 4) + 4  # topic count, name, partition count
-    return int(struct.unpack_from(">h", frame, position + 4)[0])  # after the partition index
+    response = ProduceResponse.decode_from(parse_response_header(frame, 0, 3), 3)
+    return response.responses[0].partition_responses[0].error_code
 
 
 def fetched(frame: bytes) -> tuple[int, int]:
     """The error code and the records' size of the one partition in a Fetch v4 answer."""
-    position = _string_end(frame, 4 + 4 + 4) + 4  # throttle time, topic count, name, partition count
-    error, _, _, aborted = struct.unpack_from(">hqqi", frame, position + 4)  # after the partition index
-    position += 4 + 2 + 8 + 8 + 4 + max(aborted, 0) * 16  # each aborted transaction: two int64
-    return int(error), int(struct.unpack_from(">i", frame, position)[0])
+    partition = FetchResponse.decode_from(parse_response_header(frame, 1, 4), 4).responses[0].partitions[0]
+    records = partition.records
+    return partition.error_code, 0 if records is None else len(records)
 
 
 def free_port() -> int:
