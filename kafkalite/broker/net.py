@@ -505,7 +505,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Wait for a handler's answer: a ``DelayedAnswer`` calls back when it is there; anything
         else awaitable runs as a task."""
         slot.answer = answer
-        if type(answer) is DelayedAnswer:
+        if isinstance(answer, DelayedAnswer):
             answer.add_done_callback(partial(self._delayed_answer_done, slot, handler))
         else:
             slot.task = asyncio.ensure_future(self._answer_when_ready(slot, handler, answer))
@@ -735,7 +735,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _cancel_pending(self) -> None:
         for slot in self._pending:
-            if type(slot.answer) is DelayedAnswer:
+            if isinstance(slot.answer, DelayedAnswer):
                 slot.answer.cancel()
             elif slot.task is not None and not slot.task.done():
                 slot.task.cancel()

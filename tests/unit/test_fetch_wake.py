@@ -5,6 +5,7 @@ memory and the disk log, answered byte for byte as when every woken fetch reads 
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import uuid
 from collections.abc import Iterator
@@ -213,3 +214,58 @@ def test_only_the_batch_at_the_fetch_position_and_still_last_is_used(tmp_path: P
             cluster.close()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["sessionless", "session"])
+def test_a_long_poll_leaves_nothing_for_the_cyclic_collector(session: bool, tmp_path: Path) -> None:
+    """Answered by an append, by its timer, or cancelled: a parked fetch is freed as soon as it is done
+    (its listeners and timer are taken back), not left in a reference cycle for the collector."""
+    def parked(cluster: Cluster, max_wait_ms: int) -> DelayedAnswer:
+        partition = cluster.topics.partition(TOPIC, 0)
+        assert partition is not None
+        request = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
+                               isolation_level=0, session_id=0, session_epoch=0 if session else -1,
+                               topics=[FetchTopic(topic=TOPIC, partitions=[FetchPartition(
+                                   partition=0, fetch_offset=partition.log_end_offset, partition_max_bytes=1 << 20)])])
+        answer = handle_fetch(RequestContext(cluster, 1, 12, 9, "test", "127.0.0.1:5555"), request)
+        assert isinstance(answer, DelayedAnswer) and not answer.done
+        return answer
+
+    async def scenario() -> list[int]:
+        cluster = make_cluster("memory", tmp_path)
+        partition = cluster.topics.partition(TOPIC, 0)
+        assert partition is not None
+        rng = random.Random(3)
+        garbage = []
+        try:
+            for _ in range(3):  # woken by an append
+                answer = parked(cluster, 30_000)
+                begin_dispatch()
+                partition.append_internal(build(rng, False), NOW)
+                run_after_dispatch()
+                assert answer.done and isinstance(answer.result(), FetchResponse)
+                del answer
+                garbage.append(gc.collect())
+            answer = parked(cluster, 1)  # answered by its timer
+            deadline = asyncio.get_running_loop().time() + 10
+            while not answer.done and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.005)
+            assert answer.done and isinstance(answer.result(), FetchResponse)
+            del answer
+            garbage.append(gc.collect())
+            answer = parked(cluster, 30_000)  # its connection closed
+            answer.cancel()
+            del answer
+            garbage.append(gc.collect())
+            assert not partition._listeners  # every listener was taken back
+        finally:
+            cluster.close()
+        return garbage
+
+    gc.collect()
+    gc.disable()
+    try:
+        garbage = asyncio.run(scenario())
+    finally:
+        gc.enable()
+    assert garbage == [0] * 5

@@ -26,9 +26,9 @@ import uuid
 from dataclasses import dataclass
 from typing import cast
 
-from kafkalite.broker.core.fetch_sessions import CachedPartition, FetchPlan, WantedPartition, plan_fetch
+from kafkalite.broker.core.fetch_sessions import CachedPartition, FetchPlan, SessionWaiter, WantedPartition, plan_fetch
 from kafkalite.broker.core.log.partition_log import OffsetOutOfRange
-from kafkalite.broker.core.partition import AppendedBatch, Partition, ReadInfo
+from kafkalite.broker.core.partition import AppendedBatch, Listener, Partition, ReadInfo
 from kafkalite.broker.handlers.delayed import DelayedAnswer, after_dispatch
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
@@ -79,67 +79,99 @@ def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, r
     each partition read. The append that completes the wait hands over the batch it stored when that
     batch starts at the partition's fetch position: the read after the wake answers from it, without
     reading the log, when it is still exactly what the log would return (``Partition.read_appended``)."""
-    loop = asyncio.get_running_loop()
-    arrived = available
-    appended: dict[int, AppendedBatch] = {}
-    session = plan.session
-    positions: dict[int, int] = {}  # (sessionless) each partition's fetch offset, by id
-    partitions: dict[int, Partition] = {}  # (sessionless) the partitions listened to, by id
-    if session is None:
-        for wanted in plan.partitions:
-            if wanted.partition is not None:
-                positions[id(wanted.partition)] = wanted.fetch_offset
-                partitions[id(wanted.partition)] = wanted.partition
+    return _ParkedFetch(plan, request.min_bytes, request.max_wait_ms, max_bytes, read_committed, version, available,
+                        file_regions)
 
-    def stop_waiting() -> None:
-        timer.cancel()
+
+class _ParkedFetch(DelayedAnswer):
+    """A Fetch waiting for bytes (``_wait_then_respond``): the answer itself, listening to its partitions
+    (or its session) and to its timer. Its listeners and timer are taken back as it stops waiting, so
+    nothing refers to it in a cycle once it is answered: no work for the cyclic collector per long poll."""
+
+    __slots__ = ("_plan", "_min_bytes", "_max_bytes", "_read_committed", "_version", "_file_regions", "_arrived",
+                 "_appended", "_positions", "_partitions", "_timer", "_on_append", "_on_session_change")
+
+    def __init__(self, plan: FetchPlan, min_bytes: int, max_wait_ms: int, max_bytes: int, read_committed: bool,
+                 version: int, available: int, file_regions: bool) -> None:
+        super().__init__()
+        self._plan, self._min_bytes, self._max_bytes = plan, min_bytes, max_bytes
+        self._read_committed, self._version, self._file_regions = read_committed, version, file_regions
+        self._arrived = available
+        self._appended: dict[int, AppendedBatch] | None = None
+        self._positions: dict[int, int] = {}  # (sessionless) each partition's fetch offset, by id
+        self._partitions: list[Partition] = []  # (sessionless) the partitions listened to
+        self._on_append: Listener | None = None
+        self._on_session_change: SessionWaiter | None = None
+        session = plan.session
         if session is not None:
-            if on_session_change in session.waiters:
-                session.waiters.remove(on_session_change)
+            self._on_session_change = self._session_changed
+            session.waiters.append(self._on_session_change)
         else:
-            for partition in partitions.values():
-                partition.remove_listener(on_append)
+            self._on_append = on_append = self._appended_to
+            positions, partitions = self._positions, self._partitions
+            for wanted in plan.partitions:
+                partition = wanted.partition
+                if partition is not None:
+                    if id(partition) not in positions:
+                        partitions.append(partition)
+                        partition.add_listener(on_append)
+                    positions[id(partition)] = wanted.fetch_offset
+        self._timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(max_wait_ms / 1000,
+                                                                                        self._finish)
 
-    answer = DelayedAnswer(on_cancel=stop_waiting)
+    def cancel(self) -> None:
+        """Its connection closed: stop listening."""
+        if not self.done:
+            super().cancel()
+            self._stop_waiting()
 
-    def finish() -> None:
-        if answer.done:
+    def _stop_waiting(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._on_session_change is not None:
+            waiters = self._plan.session.waiters  # type: ignore[union-attr]  # set only with a session
+            if self._on_session_change in waiters:
+                waiters.remove(self._on_session_change)
+            self._on_session_change = None
+        if self._on_append is not None:
+            for partition in self._partitions:
+                partition.remove_listener(self._on_append)
+            self._on_append = None
+
+    def _finish(self) -> None:
+        if self.done:
             return
-        stop_waiting()
+        self._stop_waiting()
+        plan = self._plan
         try:
-            results = _read_all(plan.revisit(), max_bytes, read_committed, file_regions, appended)
-            answer.complete(_answer(plan, results, version, read_committed))
+            results = _read_all(plan.revisit(), self._max_bytes, self._read_committed, self._file_regions,
+                                self._appended)
+            self.complete(_answer(plan, results, self._version, self._read_committed))
         except Exception as exc:
-            answer.fail(exc)
+            self.fail(exc)
 
-    def arrive(partition: Partition, size: int, position: int) -> None:
-        nonlocal arrived
-        if answer.done or size < 0:  # size < 0: offsets moved without an append, nothing arrived
+    def _arrive(self, partition: Partition, size: int, position: int) -> None:
+        if self.done or size < 0:  # size < 0: offsets moved without an append, nothing arrived
             return
         if size == 0:  # the topic is being deleted: answer once the deletion is over
-            return after_dispatch(finish)
-        if read_committed and partition.last_stable_offset <= position:
+            return after_dispatch(self._finish)
+        if self._read_committed and partition.last_stable_offset <= position:
             return  # nothing a read_committed fetch may see yet (the data is in an open transaction)
-        arrived += size
-        if arrived >= request.min_bytes:
+        self._arrived += size
+        if self._arrived >= self._min_bytes:
             batch = partition.appended
             if batch is not None and batch.base_offset == position and (handed := AppendedBatch.of(batch)):
-                appended[id(partition)] = handed
-            after_dispatch(finish)  # once the request that appended (and those read with it) are done
+                if self._appended is None:
+                    self._appended = {}
+                self._appended[id(partition)] = handed
+            after_dispatch(self._finish)  # once the request that appended (and those read with it) are done
 
-    def on_session_change(cached: CachedPartition, partition: Partition, size: int) -> None:
-        arrive(partition, size, cached.fetch_offset)
+    def _session_changed(self, cached: CachedPartition, partition: Partition, size: int) -> None:
+        self._arrive(partition, size, cached.fetch_offset)
 
-    def on_append(partition: Partition, size: int) -> None:
-        arrive(partition, size, positions.get(id(partition), 0))
-
-    if session is not None:
-        session.waiters.append(on_session_change)
-    else:
-        for partition in partitions.values():
-            partition.add_listener(on_append)
-    timer = loop.call_later(request.max_wait_ms / 1000, finish)
-    return answer
+    def _appended_to(self, partition: Partition, size: int) -> None:
+        self._arrive(partition, size, self._positions.get(id(partition), 0))
 
 
 def _answer(plan: FetchPlan, results: list[_Result], version: int, read_committed: bool) -> FetchResponse:
