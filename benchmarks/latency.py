@@ -60,7 +60,6 @@ import argparse
 import json
 import os
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -68,16 +67,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-WARMUP_S = 1.0
-SIZE = 100
+from rawclients import SIZE, WARMUP_S, own_cpu_seconds, raw_e2e_main, raw_main  # noqa: E402 (after the path)
+
 ONE_RECORD_BATCH_BYTES = 61 + 8 + SIZE  # batch header, the record's own fields (no key, no headers), value
-Bytes: TypeAlias = "bytes | bytearray | memoryview"
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -131,7 +129,7 @@ def client_main(a: argparse.Namespace) -> None:
     while not ready.is_set() and time.monotonic() < deadline:
         producer.produce(a.topic, b"%020d" % time.perf_counter_ns() + padding)
         producer.poll(0.01)
-    cpu_before = _own_cpu_seconds()
+    cpu_before = own_cpu_seconds()
     start = time.perf_counter_ns()
     measuring_from[0] = start + int(WARMUP_S * 1e9)
     total = int(a.rate * (a.seconds + WARMUP_S))
@@ -156,19 +154,11 @@ def client_main(a: argparse.Namespace) -> None:
     deadline = time.monotonic() + 10
     while len(ends) < expected and time.monotonic() < deadline:
         time.sleep(0.01)
-    cpu = (_own_cpu_seconds() - cpu_before) / total * 1e6
+    cpu = (own_cpu_seconds() - cpu_before) / total * 1e6
     stop.set()
     reader.join(5)
     consumer.close()
     print(json.dumps({"acked": acked, "ends": ends, "failures": failures[0], "cpu": cpu}), flush=True)
-
-
-def _own_cpu_seconds() -> float:
-    """This process's CPU time so far, user and system, every thread."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _machine_cpu() -> tuple[float, float, float]:
@@ -178,411 +168,6 @@ def _machine_cpu() -> tuple[float, float, float]:
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     tick = os.sysconf("SC_CLK_TCK")
     return (user + nice + system + irq + softirq) / tick, steal / tick, time.monotonic()
-
-
-def _read_frame(connection: Any) -> bytes:
-    """One size-prefixed frame from a blocking socket, without its size."""
-
-    def read_exactly(size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = connection.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            data += chunk
-        return bytes(data)
-
-    return read_exactly(struct.unpack(">i", read_exactly(4))[0])
-
-
-def _connect(bootstrap: str) -> Any:
-    """A blocking TCP connection to the first bootstrap server, Nagle off."""
-    import socket
-
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    connection = socket.create_connection((host.strip("[]"), int(port)), timeout=30)
-    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return connection
-
-
-def _await_topic(connection: Any, topic: str) -> None:
-    """Until ``topic`` has a leader (a Metadata request creates it where the server does that)."""
-    from kafkalite.protocol.errors import ErrorCode
-    from kafkalite.protocol.framing import encode_request, parse_response_header
-    from kafkalite.protocol.messages import MetadataRequest, MetadataResponse
-    from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic
-
-    deadline = time.monotonic() + 20
-    while True:
-        connection.sendall(encode_request(
-            MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True),
-            9, 1, "latency-raw"))
-        answer = _read_frame(connection)
-        topics = MetadataResponse.decode_from(parse_response_header(answer, MetadataRequest.API_KEY, 9), 9).topics
-        if topics and topics[0].error_code == ErrorCode.NONE and topics[0].partitions:
-            return
-        if time.monotonic() > deadline:
-            sys.exit(f"topic {topic} has no leader")
-        time.sleep(0.05)
-
-
-def raw_main(a: argparse.Namespace) -> None:
-    """One ``--raw`` run: one-record Produce requests over one blocking socket, one in flight."""
-    from kafkalite.protocol.errors import ErrorCode
-    from kafkalite.protocol.framing import encode_request, parse_response_header
-    from kafkalite.protocol.messages import ProduceRequest, ProduceResponse
-    from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
-    from kafkalite.protocol.records import RecordBatchBuilder
-
-    connection = _connect(a.bootstrap)
-    correlation_ids = iter(range(2, 1 << 31))
-
-    def round_trip(frame: bytes) -> bytes:
-        connection.sendall(frame)
-        return _read_frame(connection)
-
-    _await_topic(connection, a.topic)
-    acks = -1 if a.acks == "all" else int(a.acks)
-    padding = b"x" * (SIZE - 20)
-    acked: list[float] = []
-    failures = 0
-    total = int(a.rate * (a.seconds + WARMUP_S))
-    cpu_before = _own_cpu_seconds()
-    start = time.perf_counter_ns()
-    measuring_from = start + int(WARMUP_S * 1e9)
-    for sent in range(total):
-        pause = (start + sent * 1e9 / a.rate - time.perf_counter_ns()) / 1e9
-        if pause > 0:
-            time.sleep(pause)
-        builder = RecordBatchBuilder()
-        builder.append(timestamp=time.time_ns() // 1_000_000, key=None, value=b"%020d" % sent + padding)
-        request = ProduceRequest(acks=acks, timeout_ms=30_000, topic_data=[TopicProduceData(
-            name=a.topic, partition_data=[PartitionProduceData(index=0, records=builder.build())])])
-        frame = encode_request(request, 9, next(correlation_ids), "latency-raw")
-        began = time.perf_counter_ns()
-        answer = round_trip(frame)
-        ended = time.perf_counter_ns()
-        response = ProduceResponse.decode_from(parse_response_header(answer, ProduceRequest.API_KEY, 9), 9)
-        if response.responses[0].partition_responses[0].error_code != ErrorCode.NONE:
-            failures += 1
-        elif began >= measuring_from:
-            acked.append((ended - began) / 1e6)
-    cpu = (_own_cpu_seconds() - cpu_before) / total * 1e6
-    connection.close()
-    print(json.dumps({"acked": acked, "ends": [], "failures": failures, "cpu": cpu}), flush=True)
-
-
-# --- the raw end-to-end client ------------------------------------------------------------------------------
-
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
-_TWO_INT64 = struct.Struct(">qq")
-_UINT32 = struct.Struct(">I")
-_BATCH_START = struct.Struct(">qi")  # base offset, batch length
-_FETCH_HEAD = struct.Struct(">bihi")  # header tagged fields (none), throttle time, error code, session id
-_FETCH_PARTITION = struct.Struct(">hqqqbi")  # error, high watermark, last stable, log start, aborted, replica
-_PRODUCE_ANSWER = struct.Struct(">hq")  # error code, base offset
-_BATCH_CRC, _BATCH_ATTRIBUTES, _BATCH_TIMESTAMPS = 17, 21, 27  # offsets in a magic-2 batch
-_BATCH_LAST_OFFSET_DELTA, _BATCH_RECORDS_COUNT = 23, 57
-_FETCH_OFFSET_MARK = 0x0123456789ABCDEF
-
-
-def _compact_name(name: str) -> bytes:
-    from kafkalite.protocol.primitives import append_uvarint
-
-    out = bytearray()
-    append_uvarint(out, len(name.encode()) + 1)
-    return bytes(out) + name.encode()
-
-
-class ProduceFrame:
-    """A one-record Produce v9 request encoded once, then stamped in place for each send.
-
-    The record's value is ``SIZE`` bytes whose first 16 are its send time and the time it was due
-    (``perf_counter_ns``, big endian); a stamp writes the correlation id, the batch's base and max
-    timestamps, those times and the batch's CRC-32C, so each request is a valid batch without
-    encoding one."""
-
-    __slots__ = ("frame", "_crc_region", "_crc_at", "_timestamps_at", "_value_at", "_crc32c", "batch_length",
-                 "answer_prefix")
-
-    def __init__(self, topic: str, acks: int) -> None:
-        from kafkalite.protocol._crc32c import crc32c
-        from kafkalite.protocol.framing import encode_request
-        from kafkalite.protocol.messages import ProduceRequest
-        from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
-        from kafkalite.protocol.records import RecordBatchBuilder
-
-        builder = RecordBatchBuilder()
-        builder.append(timestamp=time.time_ns() // 1_000_000, key=None, value=b"x" * SIZE)
-        batch = bytes(builder.build())
-        request = ProduceRequest(acks=acks, timeout_ms=30_000, topic_data=[TopicProduceData(
-            name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])])
-        self.frame = bytearray(encode_request(request, 9, 0, "latency-raw"))
-        at = self.frame.index(batch)
-        end = at + len(batch)
-        self._crc_region = memoryview(self.frame)[at + _BATCH_ATTRIBUTES:end]
-        self._crc_at = at + _BATCH_CRC
-        self._timestamps_at = at + _BATCH_TIMESTAMPS
-        self._value_at = end - 1 - SIZE  # the value, then the record's header count (0)
-        self._crc32c = crc32c
-        self.batch_length = len(batch)
-        # an answer v9 after its correlation id: no header tags, one topic, one partition, index 0
-        self.answer_prefix = b"\x00\x02" + _compact_name(topic) + b"\x02\x00\x00\x00\x00"
-
-    def stamp(self, correlation_id: int, sent_ns: int, due_ns: int, timestamp_ms: int) -> bytearray:
-        frame = self.frame
-        _INT32.pack_into(frame, 8, correlation_id)
-        _TWO_INT64.pack_into(frame, self._timestamps_at, timestamp_ms, timestamp_ms)
-        _TWO_INT64.pack_into(frame, self._value_at, sent_ns, due_ns)
-        _UINT32.pack_into(frame, self._crc_at, self._crc32c(self._crc_region))
-        return frame
-
-
-class FetchFrame:
-    """A one-partition Fetch v12 request (no fetch session) encoded once; each send patches the
-    correlation id and the fetch offset."""
-
-    __slots__ = ("frame", "_offset_at", "answer_prefix")
-
-    def __init__(self, topic: str, max_wait_ms: int = 500) -> None:
-        from kafkalite.protocol.framing import encode_request
-        from kafkalite.protocol.messages import FetchRequest
-        from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic
-
-        request = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=52_428_800,
-                               isolation_level=0, session_id=0, session_epoch=-1, topics=[FetchTopic(
-                                   topic=topic, partitions=[FetchPartition(
-                                       partition=0, fetch_offset=_FETCH_OFFSET_MARK, partition_max_bytes=1_048_576)])])
-        self.frame = bytearray(encode_request(request, 12, 0, "latency-raw"))
-        self._offset_at = self.frame.index(_INT64.pack(_FETCH_OFFSET_MARK))
-        # an answer v12 after its header and first fields: one topic, one partition, index 0
-        self.answer_prefix = b"\x02" + _compact_name(topic) + b"\x02\x00\x00\x00\x00"
-
-    def at(self, correlation_id: int, fetch_offset: int) -> bytearray:
-        _INT32.pack_into(self.frame, 8, correlation_id)
-        _INT64.pack_into(self.frame, self._offset_at, fetch_offset)
-        return self.frame
-
-
-def _uvarint(view: memoryview, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = view[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position
-        shift += 7
-
-
-def produce_answer(frame: Bytes, prefix: bytes) -> tuple[int, int]:
-    """A Produce v9 answer's (error code, base offset) for the one partition it answers.
-
-    ``frame`` starts at the correlation id. The usual answer is read at fixed places after
-    ``prefix``; anything else goes through the codec."""
-    view = memoryview(frame)
-    end = 4 + len(prefix)
-    if view[4:end] == prefix:
-        error_code, base_offset = _PRODUCE_ANSWER.unpack_from(view, end)
-        return error_code, base_offset
-    from kafkalite.protocol.framing import parse_response_header
-    from kafkalite.protocol.messages import ProduceResponse
-
-    partition = ProduceResponse.decode_from(parse_response_header(view, 0, 9), 9).responses[0].partition_responses[0]
-    return partition.error_code, partition.base_offset
-
-
-def fetch_answer(frame: Bytes, prefix: bytes) -> tuple[int, Bytes]:
-    """A Fetch v12 answer's (error code, records) for its one partition: the response's error code
-    if it has one, else the partition's; records empty when there are none.
-
-    ``frame`` starts at the correlation id. The usual answer (no throttle or error, one topic, one
-    partition, no aborted transactions) is read in place; anything else goes through the codec."""
-    view = memoryview(frame)
-    tags, _throttle, error_code, _session = _FETCH_HEAD.unpack_from(view, 4)
-    position = 4 + _FETCH_HEAD.size
-    end = position + len(prefix)
-    if tags == 0 and error_code == 0 and view[position:end] == prefix:
-        error_code, _high, _stable, _start, aborted, _replica = _FETCH_PARTITION.unpack_from(view, end)
-        position = end + _FETCH_PARTITION.size
-        if aborted in (0, 1):  # null or empty
-            size, position = _uvarint(view, position)
-            return error_code, view[position:position + size - 1] if size > 1 else b""
-    from kafkalite.protocol.framing import parse_response_header
-    from kafkalite.protocol.messages import FetchResponse
-
-    response = FetchResponse.decode_from(parse_response_header(view, 1, 12), 12)
-    if response.error_code:
-        return response.error_code, b""
-    partition = response.responses[0].partitions[0]
-    records = partition.records
-    if records is None or isinstance(records, (bytes, bytearray, memoryview)):
-        return partition.error_code, records or b""
-    return partition.error_code, b"".join(records)  # a decoded answer holds one buffer; to be sure
-
-
-def send_times(records: Bytes, batch_length: int) -> tuple[list[tuple[int, int]], int]:
-    """The (send, due) times carried by the records of a Fetch answer's ``records``, and the offset
-    after its last whole batch (-1 if it holds none).
-
-    A batch as :class:`ProduceFrame` makes it (one record, ``batch_length`` bytes) is read at a fixed
-    place; any other goes through the record decoder."""
-    view = memoryview(records)
-    size = len(view)
-    times: list[tuple[int, int]] = []
-    next_offset = -1
-    position = 0
-    while size - position >= 61:
-        base_offset, length = _BATCH_START.unpack_from(view, position)
-        end = position + 12 + length
-        if end > size:
-            break  # a partial batch ends an answer
-        if (length + 12 == batch_length and view[end - 1] == 0
-                and _INT32.unpack_from(view, position + _BATCH_RECORDS_COUNT)[0] == 1):
-            times.append(_TWO_INT64.unpack_from(view, end - 1 - SIZE))
-        else:
-            from kafkalite.protocol.records import RecordBatch
-
-            times.extend(_TWO_INT64.unpack_from(record.value or bytes(16))
-                         for record in RecordBatch(view[position:end]).records())
-        next_offset = base_offset + _INT32.unpack_from(view, position + _BATCH_LAST_OFFSET_DELTA)[0] + 1
-        position = end
-    return times, next_offset
-
-
-class _Frames:
-    """Complete response frames out of a socket's bytes (each without its size prefix)."""
-
-    __slots__ = ("pending",)
-
-    def __init__(self) -> None:
-        self.pending = bytearray()
-
-    def feed(self, data: bytes) -> list[bytes]:
-        pending = self.pending
-        pending += data
-        frames = []
-        position, available = 0, len(pending)
-        while available - position >= 4:
-            size = _INT32.unpack_from(pending, position)[0]
-            if available - position - 4 < size:
-                break
-            frames.append(bytes(pending[position + 4:position + 4 + size]))
-            position += 4 + size
-        if position:
-            del pending[:position]
-        return frames
-
-
-def raw_e2e_main(a: argparse.Namespace) -> None:
-    """One ``--raw-e2e`` run: pipelined one-record Produce requests and a long-polling Fetch, in one thread."""
-    import gc
-    import select
-    from collections import deque
-
-    producer = _connect(a.bootstrap)
-    _await_topic(producer, a.topic)
-    consumer = _connect(a.bootstrap)
-    produce = ProduceFrame(a.topic, -1 if a.acks == "all" else int(a.acks))
-    fetch = FetchFrame(a.topic)
-    produce_prefix, fetch_prefix, batch_length = produce.answer_prefix, fetch.answer_prefix, produce.batch_length
-    producer_frames, consumer_frames = _Frames(), _Frames()
-    acked: list[float] = []
-    ends: list[float] = []
-    ends_from_due: list[float] = []  # end to end from the time each record was due (a held one waited)
-    failures = fetch_errors = late = held = fetches = 0
-    in_flight: deque[int] = deque()  # send times of the Produce requests not answered yet, in order
-    window = a.max_in_flight
-    rate = a.rate
-    total = int(rate * (a.seconds + WARMUP_S))
-    last_offset = -1  # of the last record acknowledged
-    fetch_offset = 0  # a fresh topic: from its start (the first second is not counted anyway)
-    correlation_id = fetch_correlation_id = 2
-    perf_counter_ns, monotonic = time.perf_counter_ns, time.monotonic
-    send_produce, send_fetch = producer.sendall, consumer.sendall
-    stamp, fetch_at = produce.stamp, fetch.at
-    sockets = [producer, consumer]
-    gc.collect()
-    gc.freeze()
-    gc.disable()  # the lists of figures hold no cycles; a collection would be the client's pause
-    send_fetch(fetch_at(fetch_correlation_id, fetch_offset))
-    cpu_before = _own_cpu_seconds()
-    start = perf_counter_ns()
-    wall_ms_at_start = time.time_ns() // 1_000_000
-    measuring_from = start + int(WARMUP_S * 1e9)
-    give_up = monotonic() + 3 * (a.seconds + WARMUP_S) + 10
-    sent = held_until = 0
-    while True:
-        now = perf_counter_ns()
-        timeout: float | None = 0.5
-        if sent < total:
-            due = min(total, (now - start) * rate // 1_000_000_000 + 1)
-            while sent < due and len(in_flight) < window:
-                due_at = start + sent * 1_000_000_000 // rate
-                if now - due_at > 1_000_000:
-                    late += 1  # sent more than a millisecond after its time
-                if sent < held_until:
-                    held += 1
-                send_produce(stamp(correlation_id, now, due_at, wall_ms_at_start + (now - start) // 1_000_000))
-                in_flight.append(now)
-                correlation_id += 1
-                sent += 1
-                now = perf_counter_ns()
-            if sent < due:
-                held_until = due  # due while the window is full: sent when an answer frees a place
-                timeout = None
-            elif sent < total:
-                timeout = max(0.0, (start + sent * 1_000_000_000 // rate - now) / 1e9)
-        elif not in_flight and fetch_offset > last_offset:
-            break
-        if monotonic() > give_up:
-            break
-        readable = select.select(sockets, (), (), timeout)[0]
-        if producer in readable:
-            data = producer.recv(1 << 16)
-            received = perf_counter_ns()
-            if not data:
-                raise ConnectionError("the server closed the producer's connection")
-            for frame in producer_frames.feed(data):
-                sent_at = in_flight.popleft()
-                error_code, base_offset = produce_answer(frame, produce_prefix)
-                if error_code:
-                    failures += 1
-                    continue
-                last_offset = max(last_offset, base_offset)
-                if sent_at >= measuring_from:
-                    acked.append((received - sent_at) / 1e6)
-        if consumer in readable:
-            data = consumer.recv(1 << 20)
-            received = perf_counter_ns()
-            if not data:
-                raise ConnectionError("the server closed the consumer's connection")
-            for frame in consumer_frames.feed(data):
-                error_code, records = fetch_answer(frame, fetch_prefix)
-                if error_code:
-                    fetch_errors += 1
-                    if fetch_errors > 100:
-                        sys.exit(f"Fetch answered error {error_code} {fetch_errors} times")
-                    time.sleep(0.01)
-                else:
-                    times, next_offset = send_times(records, batch_length)
-                    if next_offset > fetch_offset:
-                        fetch_offset = next_offset
-                    for sent_at, due_at in times:
-                        if sent_at >= measuring_from:
-                            ends.append((received - sent_at) / 1e6)
-                            ends_from_due.append((received - due_at) / 1e6)
-                fetches += 1
-                fetch_correlation_id += 1
-                send_fetch(fetch_at(fetch_correlation_id, fetch_offset))
-    cpu = (_own_cpu_seconds() - cpu_before) / max(1, sent) * 1e6
-    gc.enable()
-    producer.close()
-    consumer.close()
-    print(json.dumps({"acked": acked, "ends": ends, "failures": failures, "cpu": cpu,
-                      "late": late + total - sent, "held": held, "fetches": fetches,
-                      "ends_from_due": ends_from_due}), flush=True)
 
 
 def fsync_latency(directory: Path, count: int = 300, size: int = 4096,
