@@ -4,6 +4,7 @@
     python benchmarks/latency.py --rates 10000 --seconds 10 --reps 3
     python benchmarks/latency.py --flush-on-ack        # also kafkalite with log.flush.on.ack=true, beside fsync
     python benchmarks/latency.py --raw --raw-e2e       # also the clients without librdkafka (below)
+    python benchmarks/latency.py --rates 10000 --raw-e2e --one-record-per-request  # batched and one a request
 
 A confluent-kafka producer (``linger.ms`` 0, acks=1 or all) sends 100-byte records at a fixed rate
 (paced every millisecond) into a fresh one-partition topic, while a confluent-kafka consumer in a
@@ -30,28 +31,36 @@ round trip from the request's send to its answer's last byte, so it shows the se
 without the producer's thread hand-offs (librdkafka's own floor at linger.ms 0 is about 1 ms here,
 against the mock too); its rows have no end-to-end figure.
 
-``--raw-e2e`` adds, for each server, rate and acks, a run of an end-to-end client without librdkafka,
-in one thread of one process (so both ends read one clock, ``perf_counter_ns``): a producer on one
-socket sends one-record Produce v9 requests at the rate without waiting for their answers, at most
-``--max-in-flight`` (5, Kafka's default) unanswered at a time, and a consumer on a second socket
-long-polls with Fetch v12 (no fetch session; ``max_wait_ms`` 500, ``min_bytes`` 1; each Fetch from
-the offset after the last record it got) the moment the previous answer is in. One ``select`` waits
-for either socket's answers and the next send time. The request is encoded once; each send writes
-its correlation id, the batch's timestamps, the record's value (its first 8 bytes the send time) and
+``--raw-e2e`` adds, for each server, rate and acks, a run of an end-to-end client without librdkafka
+(``benchmarks/rawclients.py``), in one thread of one process (so both ends read one clock,
+``perf_counter_ns``): a producer on one socket sends Produce v9 requests at the rate without waiting
+for their answers, at most ``--max-in-flight`` (5, Kafka's default) unanswered at a time, and a
+consumer on a second socket long-polls with Fetch v12 (no fetch session; ``max_wait_ms`` 500,
+``min_bytes`` 1; each Fetch from the offset after the last record it got) the moment the previous
+answer is in. One ``select`` waits for either socket's answers and the next send time. The producer
+batches as Kafka's producers do at ``linger.ms`` 0: whenever a place in the window is free, every
+record due by then and not sent yet goes in one request, one record batch of up to
+``--max-batch-records`` (by default as many as fit in 16 KiB, the default ``batch.size``: 148), so
+the records that come due while the window is full leave together when an answer frees a place.
+``--one-record-per-request`` adds a run of the same client sending each record in a request of its
+own (the broker's cost per request; the window then holds nearly every record from 10 k/s). Each
+request size is encoded once; each send writes its correlation id, the batch's timestamps, each
+record's value (its first 16 bytes the request's send time and the time that record was due) and
 the batch's CRC-32C in place, and answers of the usual shape are read in place (others by the
 codec), so the client costs little CPU beside the server on a small machine; its own CPU per record
-is printed (``client µs/rec``, every client's when ``--raw-e2e`` is given). Ack latency is from a
-request's send to its answer's arrival, end to end from the send to the arrival of the Fetch answer
-holding the record. A record is *late* when it leaves more than 1 ms after its time; *held* (in each
-run's line) when it was due while the window was full, so it left when an answer freed a place: the
-table's latencies count from the actual send, so a held record's wait for the window is not in them;
-each run's line also gives the end-to-end p99 counted from the time each record was due (the value
-carries both times), which includes that wait. The mock answers each Fetch with one batch, here
-one record, and answered 400-2,600 Fetches a second on this VM, so at 10 k records/s its consumer
-falls behind; a Fetch with nothing to read it answers at ``max_wait_ms``. Its end-to-end column is that
-backlog or wait, not its speed. With ``--raw-e2e`` each run's line also says how many of the
-machine's cores were busy during the run and how much CPU the host took from this VM (steal time,
-from ``/proc/stat``): the other work on a small shared machine is part of what a latency shows.
+is printed (``client µs/rec``, every client's when a raw end-to-end client runs). Ack latency is
+from a request's send to its answer's arrival, for each record it carries; end to end from the send
+to the arrival of the Fetch answer holding the record. A record is *late* when it leaves more than
+1 ms after its time; *held* when it was due while the window was full, so it left when an answer
+freed a place. The first table's latencies count from the actual send, so a held record's wait is
+not in them; a second table counts ack and end to end from the time each record was due (the value
+carries both times), which includes that wait, and gives the records per Produce request (the
+mean). The mock answers each Fetch with one batch and answered 400-2,600 Fetches a second on this
+VM, so at 10 k records/s its consumer falls behind; a Fetch with nothing to read it answers at
+``max_wait_ms``. Its end-to-end column is that backlog or wait, not its speed. With a raw end-to-end
+client each run's line also says how many of the machine's cores were busy during the run and how
+much CPU the host took from this VM (steal time, from ``/proc/stat``): the other work on a small
+shared machine is part of what a latency shows.
 """
 
 from __future__ import annotations
@@ -189,6 +198,11 @@ def fsync_latency(directory: Path, count: int = 300, size: int = 4096,
     return times
 
 
+def _per_request(figures: dict[str, list[float]]) -> float:
+    """Records a Produce request, the mean over a raw end-to-end client's runs."""
+    return sum(figures["sent"]) / max(1, sum(figures["requests"]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command")
@@ -201,6 +215,8 @@ def main() -> None:
         one_run.add_argument("--seconds", type=float, default=5.0)
         if name == "rawe2e":
             one_run.add_argument("--max-in-flight", type=int, default=5)
+            one_run.add_argument("--max-batch-records", type=int, default=None)
+            one_run.add_argument("--one-record-per-request", action="store_true")
     parser.add_argument("--rates", default="1000,10000,50000")
     parser.add_argument("--acks", default="1,all")
     parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per run (after 1 s warm-up)")
@@ -210,10 +226,15 @@ def main() -> None:
     parser.add_argument("--raw", action="store_true",
                         help="also a client without librdkafka: one-record Produce v9, one in flight (ack only)")
     parser.add_argument("--raw-e2e", action="store_true",
-                        help="also a client without librdkafka, end to end: pipelined one-record Produce v9"
-                             " requests and a long-polling Fetch v12 consumer (adds the client's CPU and late sends)")
+                        help="also a client without librdkafka, end to end: pipelined Produce v9 requests, each"
+                             " with the records due and not sent yet, and a long-polling Fetch v12 consumer")
+    parser.add_argument("--one-record-per-request", action="store_true",
+                        help="also that client sending each record in a Produce request of its own")
     parser.add_argument("--max-in-flight", type=int, default=5,
                         help="--raw-e2e: Produce requests in flight at most (Kafka's default 5)")
+    parser.add_argument("--max-batch-records", type=int, default=None,
+                        help="--raw-e2e: records per Produce request at most (default: as many as fit in"
+                             " 16 KiB, a Kafka producer's default batch.size)")
     a = parser.parse_args()
     if a.command == "client":
         client_main(a)
@@ -237,8 +258,9 @@ def main() -> None:
         brokers["kafkalite flush.on.ack"] = BrokerProcess(scratch / "flush", {"log.flush.on.ack": "true"},
                                                           admin=False).start()
     runs = [(rate, acks) for rate in rates for acks in acks_list]
-    clients = ["client", *(["raw"] if a.raw else []), *(["rawe2e"] if a.raw_e2e else [])]
-    labels = {"client": "", "raw": " (raw)", "rawe2e": " (raw e2e)"}
+    raw_e2e_clients = [*(["rawe2e"] if a.raw_e2e else []), *(["rawe2e1"] if a.one_record_per_request else [])]
+    clients = ["client", *(["raw"] if a.raw else []), *raw_e2e_clients]
+    labels = {"client": "", "raw": " (raw)", "rawe2e": " (raw e2e)", "rawe2e1": " (raw e2e, 1 a request)"}
     topics = {f"lat-{rep}-{rate}-{acks}-{client}": 1
               for rep in range(a.reps) for rate, acks in runs for client in clients}
     mock = Mock(topics)
@@ -255,8 +277,14 @@ def main() -> None:
                     topic = f"lat-{rep}-{rate}-{acks}-{client}"
                     cpu_before = cpu_seconds(pids[name])
                     machine_before = _machine_cpu()
-                    extra = ["--max-in-flight", str(a.max_in_flight)] if client == "rawe2e" else []
-                    done = subprocess.run([sys.executable, __file__, client, "--bootstrap", bootstrap,
+                    command, extra = client, []
+                    if client in raw_e2e_clients:
+                        command, extra = "rawe2e", ["--max-in-flight", str(a.max_in_flight)]
+                        if client == "rawe2e1":
+                            extra.append("--one-record-per-request")
+                        elif a.max_batch_records:
+                            extra += ["--max-batch-records", str(a.max_batch_records)]
+                    done = subprocess.run([sys.executable, __file__, command, "--bootstrap", bootstrap,
                                            "--topic", topic, "--rate", str(rate), "--acks", acks,
                                            "--seconds", str(a.seconds), *extra],
                                           capture_output=True, text=True, timeout=3 * (a.seconds + WARMUP_S) + 120)
@@ -267,24 +295,33 @@ def main() -> None:
                         print(f"  {name} {rate}/s acks={acks}: no result: {done.stderr[-300:]}", flush=True)
                         continue
                     result = json.loads(lines[-1])
-                    into = results.setdefault((name, rate, acks, client),
-                                              {"acked": [], "ends": [], "cpu": [], "client_cpu": [], "late": []})
+                    into = results.setdefault((name, rate, acks, client), {
+                        "acked": [], "ends": [], "cpu": [], "client_cpu": [], "late": [], "acked_from_due": [],
+                        "ends_from_due": [], "held": [], "requests": [], "sent": []})
                     into["acked"] += result["acked"]
                     into["ends"] += result["ends"]
                     into["client_cpu"].append(result.get("cpu", float("nan")))
                     into["late"].append(result.get("late", 0))
+                    into["acked_from_due"] += result.get("acked_from_due", [])
+                    into["ends_from_due"] += result.get("ends_from_due", [])
+                    into["held"].append(result.get("held", 0))
+                    into["requests"].append(result.get("requests", 0))
+                    into["sent"].append(result.get("sent", 0))
                     sent = rate * (a.seconds + WARMUP_S)
                     if cpu_before is not None and cpu_after is not None:
                         into["cpu"].append((cpu_after - cpu_before) / sent * 1e6)
                     label = name + labels[client]
                     counted = len(result["ends"] or result["acked"])
                     client_figures = ""
-                    if client == "rawe2e":
+                    if client in raw_e2e_clients:
                         from_due = percentile(result["ends_from_due"], 0.99)
+                        per_request = result["sent"] / max(1, result["requests"])
                         client_figures = (f"; client CPU {result['cpu']:.0f} µs/record, {result['late']} sent late,"
-                                          f" {result['held']} held by the window, {result['fetches']} Fetch answers;"
+                                          f" {result['held']} held by the window, {per_request:.2f} records a"
+                                          f" Produce request (at most {result['max_records']}),"
+                                          f" {result['fetches']} Fetch answers;"
                                           f" end-to-end p99 from the due time {from_due:.2f} ms")
-                    if a.raw_e2e:
+                    if raw_e2e_clients:
                         client_figures += (f"; the machine's cores busy {machine[0] / machine[2]:.2f},"
                                            f" stolen by the host {machine[1] / machine[2]:.2f}")
                     print(f"  rep{rep + 1} {label:32s} {rate:>6}/s acks={acks:3s} ack p50"
@@ -295,7 +332,7 @@ def main() -> None:
                           flush=True)
         print(f"\nlatency in ms, {SIZE}-byte records, linger.ms 0, over {a.reps} rep(s) of {a.seconds:g} s;"
               " ack = produce() to acknowledgement, e2e = produce() to the consumer")
-        more = f" {'client µs/rec':>13s} {'late':>6s}" if a.raw_e2e else ""
+        more = f" {'client µs/rec':>13s} {'late':>6s} {'rec/req':>7s}" if raw_e2e_clients else ""
         print(f"{'server':32s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
               f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'CPU µs/rec':>10s}{more}")
         for (rate, acks), client in ((run, client) for run in runs for client in clients):
@@ -306,12 +343,29 @@ def main() -> None:
                 acked, ends = figures["acked"], figures["ends"]
                 cpu = statistics.median(figures["cpu"]) if figures["cpu"] else float("nan")
                 label = name + labels[client]
-                if a.raw_e2e:
-                    late = str(sum(figures["late"])) if client == "rawe2e" else "-"
-                    more = f" {statistics.median(figures['client_cpu']):>13.0f} {late:>6s}"
+                if raw_e2e_clients:
+                    late = str(sum(figures["late"])) if client in raw_e2e_clients else "-"
+                    per_request = f"{_per_request(figures):.2f}" if client in raw_e2e_clients else "-"
+                    more = f" {statistics.median(figures['client_cpu']):>13.0f} {late:>6s} {per_request:>7s}"
                 print(f"{label:32s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f} {percentile(acked, 0.99):7.2f}"
                       f" {percentile(acked, 0.999):7.2f} {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f}"
                       f" {percentile(ends, 0.999):7.2f} {len(ends or acked):>8} {cpu:>10.0f}{more}")
+        if raw_e2e_clients:
+            print("\nthe raw end-to-end clients, counted from the time each record was due (a record held by a"
+                  " full window waited for a place)")
+            print(f"{'server':32s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
+                  f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'held':>8s} {'rec/req':>7s}")
+            for (rate, acks), client in ((run, client) for run in runs for client in raw_e2e_clients):
+                for name, _ in servers:
+                    figures = results.get((name, rate, acks, client))
+                    if not figures:
+                        continue
+                    acked, ends = figures["acked_from_due"], figures["ends_from_due"]
+                    per_request = _per_request(figures)
+                    print(f"{name + labels[client]:32s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f}"
+                          f" {percentile(acked, 0.99):7.2f} {percentile(acked, 0.999):7.2f}"
+                          f" {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f} {percentile(ends, 0.999):7.2f}"
+                          f" {len(ends):>8} {sum(figures['held']):>8.0f} {per_request:>7.2f}")
         if a.flush_on_ack:
             print()
             for what, size, sync in [("4 KiB appended, then fsync", 4096, os.fsync),

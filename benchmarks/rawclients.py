@@ -14,10 +14,12 @@ import json
 import struct
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 WARMUP_S = 1.0
 SIZE = 100
+BATCH_SIZE = 16_384  # bytes: a Kafka producer's default batch.size
 Bytes: TypeAlias = "bytes | bytearray | memoryview"
 
 
@@ -134,7 +136,7 @@ _FETCH_PARTITION = struct.Struct(">hqqqbi")  # error, high watermark, last stabl
 _PRODUCE_ANSWER = struct.Struct(">hq")  # error code, base offset
 _BATCH_CRC, _BATCH_ATTRIBUTES, _BATCH_TIMESTAMPS = 17, 21, 27  # offsets in a magic-2 batch
 _BATCH_LAST_OFFSET_DELTA, _BATCH_RECORDS_COUNT = 23, 57
-_FETCH_OFFSET_MARK = 0x0123456789ABCDEF
+_FETCH_OFFSET_MARK = _VALUE_MARK = 0x0123456789ABCDEF
 
 
 def _compact_name(name: str) -> bytes:
@@ -145,47 +147,71 @@ def _compact_name(name: str) -> bytes:
     return bytes(out) + name.encode()
 
 
+def records_per_batch(batch_bytes: int = BATCH_SIZE) -> int:
+    """How many of this client's records fit in one uncompressed batch of ``batch_bytes`` (one at least)."""
+    from kafkalite.protocol.records import RecordBatchBuilder
+
+    builder = RecordBatchBuilder()
+    count = 0
+    while True:
+        builder.append(timestamp=0, key=None, value=bytes(SIZE))
+        if builder.size_in_bytes > batch_bytes:
+            return max(1, count)
+        count += 1
+
+
 class ProduceFrame:
-    """A one-record Produce v9 request encoded once, then stamped in place for each send.
+    """Produce v9 requests of one batch of 1 to ``max_records`` records, each size encoded once, then
+    stamped in place for each send.
 
-    The record's value is ``SIZE`` bytes whose first 16 are its send time and the time it was due
-    (``perf_counter_ns``, big endian); a stamp writes the correlation id, the batch's base and max
-    timestamps, those times and the batch's CRC-32C, so each request is a valid batch without
-    encoding one."""
+    Each record's value is ``SIZE`` bytes whose first 16 are the request's send time and the time that
+    record was due (``perf_counter_ns``, big endian); a stamp writes the correlation id, the batch's
+    base and max timestamps, those times and the batch's CRC-32C, so each request is a valid batch
+    without encoding one. ``layouts`` gives, for each batch length, where each record's value starts in
+    the batch, so the consumer reads the times back in place (:func:`send_times`)."""
 
-    __slots__ = ("frame", "_crc_region", "_crc_at", "_timestamps_at", "_value_at", "_crc32c", "batch_length",
-                 "answer_prefix")
+    __slots__ = ("_requests", "_crc32c", "layouts", "answer_prefix", "max_records")
 
-    def __init__(self, topic: str, acks: int) -> None:
+    def __init__(self, topic: str, acks: int, max_records: int = 1) -> None:
         from kafkalite.protocol._crc32c import crc32c
         from kafkalite.protocol.framing import encode_request
         from kafkalite.protocol.messages import ProduceRequest
         from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
         from kafkalite.protocol.records import RecordBatchBuilder
 
-        builder = RecordBatchBuilder()
-        builder.append(timestamp=time.time_ns() // 1_000_000, key=None, value=b"x" * SIZE)
-        batch = bytes(builder.build())
-        request = ProduceRequest(acks=acks, timeout_ms=30_000, topic_data=[TopicProduceData(
-            name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])])
-        self.frame = bytearray(encode_request(request, 9, 0, "latency-raw"))
-        at = self.frame.index(batch)
-        end = at + len(batch)
-        self._crc_region = memoryview(self.frame)[at + _BATCH_ATTRIBUTES:end]
-        self._crc_at = at + _BATCH_CRC
-        self._timestamps_at = at + _BATCH_TIMESTAMPS
-        self._value_at = end - 1 - SIZE  # the value, then the record's header count (0)
+        # per records count: the frame, the batch's bytes under its CRC, where the CRC, the timestamps
+        # and each record's value are in the frame
+        self._requests: list[tuple[bytearray, memoryview, int, int, tuple[int, ...]]] = []
+        self.layouts: dict[int, tuple[int, ...]] = {}
+        timestamp = time.time_ns() // 1_000_000
+        for count in range(1, max_records + 1):
+            builder = RecordBatchBuilder()
+            for index in range(count):
+                builder.append(timestamp=timestamp, key=None,
+                               value=_TWO_INT64.pack(_VALUE_MARK, index) + b"x" * (SIZE - 16))
+            batch = bytes(builder.build())
+            request = ProduceRequest(acks=acks, timeout_ms=30_000, topic_data=[TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])])
+            frame = bytearray(encode_request(request, 9, 0, "latency-raw"))
+            at = frame.index(batch)
+            values = tuple(frame.index(_TWO_INT64.pack(_VALUE_MARK, index), at) for index in range(count))
+            self._requests.append((frame, memoryview(frame)[at + _BATCH_ATTRIBUTES:at + len(batch)],
+                                   at + _BATCH_CRC, at + _BATCH_TIMESTAMPS, values))
+            self.layouts[len(batch)] = tuple(value - at for value in values)
         self._crc32c = crc32c
-        self.batch_length = len(batch)
+        self.max_records = max_records
         # an answer v9 after its correlation id: no header tags, one topic, one partition, index 0
         self.answer_prefix = b"\x00\x02" + _compact_name(topic) + b"\x02\x00\x00\x00\x00"
 
-    def stamp(self, correlation_id: int, sent_ns: int, due_ns: int, timestamp_ms: int) -> bytearray:
-        frame = self.frame
+    def stamp(self, correlation_id: int, sent_ns: int, due_ns: Sequence[int], timestamp_ms: int) -> bytearray:
+        """The request for ``len(due_ns)`` records sent at ``sent_ns``, the n-th due at ``due_ns[n]``."""
+        frame, crc_region, crc_at, timestamps_at, values = self._requests[len(due_ns) - 1]
         _INT32.pack_into(frame, 8, correlation_id)
-        _TWO_INT64.pack_into(frame, self._timestamps_at, timestamp_ms, timestamp_ms)
-        _TWO_INT64.pack_into(frame, self._value_at, sent_ns, due_ns)
-        _UINT32.pack_into(frame, self._crc_at, self._crc32c(self._crc_region))
+        pack_into = _TWO_INT64.pack_into
+        pack_into(frame, timestamps_at, timestamp_ms, timestamp_ms)
+        for value_at, due in zip(values, due_ns, strict=True):
+            pack_into(frame, value_at, sent_ns, due)
+        _UINT32.pack_into(frame, crc_at, self._crc32c(crc_region))
         return frame
 
 
@@ -272,15 +298,16 @@ def fetch_answer(frame: Bytes, prefix: bytes) -> tuple[int, Bytes]:
     return partition.error_code, b"".join(records)  # a decoded answer holds one buffer; to be sure
 
 
-def send_times(records: Bytes, batch_length: int) -> tuple[list[tuple[int, int]], int]:
+def send_times(records: Bytes, layouts: dict[int, tuple[int, ...]]) -> tuple[list[tuple[int, int]], int]:
     """The (send, due) times carried by the records of a Fetch answer's ``records``, and the offset
     after its last whole batch (-1 if it holds none).
 
-    A batch as :class:`ProduceFrame` makes it (one record, ``batch_length`` bytes) is read at a fixed
-    place; any other goes through the record decoder."""
+    A batch as :class:`ProduceFrame` makes it (its length in ``layouts``, as many records as the layout
+    has values) is read at fixed places; any other goes through the record decoder."""
     view = memoryview(records)
     size = len(view)
     times: list[tuple[int, int]] = []
+    unpack_from = _TWO_INT64.unpack_from
     next_offset = -1
     position = 0
     while size - position >= 61:
@@ -288,14 +315,13 @@ def send_times(records: Bytes, batch_length: int) -> tuple[list[tuple[int, int]]
         end = position + 12 + length
         if end > size:
             break  # a partial batch ends an answer
-        if (length + 12 == batch_length and view[end - 1] == 0
-                and _INT32.unpack_from(view, position + _BATCH_RECORDS_COUNT)[0] == 1):
-            times.append(_TWO_INT64.unpack_from(view, end - 1 - SIZE))
+        values = layouts.get(length + 12)
+        if values is not None and _INT32.unpack_from(view, position + _BATCH_RECORDS_COUNT)[0] == len(values):
+            times += [unpack_from(view, position + value_at) for value_at in values]
         else:
             from kafkalite.protocol.records import RecordBatch
 
-            times.extend(_TWO_INT64.unpack_from(record.value or bytes(16))
-                         for record in RecordBatch(view[position:end]).records())
+            times.extend(unpack_from(record.value or bytes(16)) for record in RecordBatch(view[position:end]).records())
         next_offset = base_offset + _INT32.unpack_from(view, position + _BATCH_LAST_OFFSET_DELTA)[0] + 1
         position = end
     return times, next_offset
@@ -326,23 +352,35 @@ class _Frames:
 
 
 def raw_e2e_main(a: argparse.Namespace) -> None:
-    """One ``--raw-e2e`` run: pipelined one-record Produce requests and a long-polling Fetch, in one thread."""
+    """One ``--raw-e2e`` run: pipelined Produce requests and a long-polling Fetch, in one thread.
+
+    When a place in the window is free, every record due by then and not sent yet goes in one
+    Produce request (at most ``max_records`` of them), as a Kafka producer's accumulator batches the
+    records that arrive while its requests are in flight; ``--one-record-per-request`` sends each
+    record in a request of its own (the broker's cost per request)."""
     import gc
     import select
+    from bisect import bisect_left
     from collections import deque
 
     producer = _connect(a.bootstrap)
     _await_topic(producer, a.topic)
     consumer = _connect(a.bootstrap)
-    produce = ProduceFrame(a.topic, -1 if a.acks == "all" else int(a.acks))
+    if a.one_record_per_request:
+        max_records = 1
+    else:
+        max_records = a.max_batch_records or records_per_batch()
+    produce = ProduceFrame(a.topic, -1 if a.acks == "all" else int(a.acks), max_records)
     fetch = FetchFrame(a.topic)
-    produce_prefix, fetch_prefix, batch_length = produce.answer_prefix, fetch.answer_prefix, produce.batch_length
+    produce_prefix, fetch_prefix, layouts = produce.answer_prefix, fetch.answer_prefix, produce.layouts
     producer_frames, consumer_frames = _Frames(), _Frames()
-    acked: list[float] = []
+    acked: list[float] = []  # per record: its request's send to the answer
     ends: list[float] = []
-    ends_from_due: list[float] = []  # end to end from the time each record was due (a held one waited)
-    failures = fetch_errors = late = held = fetches = 0
-    in_flight: deque[int] = deque()  # send times of the Produce requests not answered yet, in order
+    acked_from_due: list[float] = []  # per record, from the time it was due (a held one waited)
+    ends_from_due: list[float] = []
+    failures = fetch_errors = late = held = fetches = requests = 0
+    # the Produce requests not answered yet, in order: each one's send time and its records' due times
+    in_flight: deque[tuple[int, list[int]]] = deque()
     window = a.max_in_flight
     rate = a.rate
     total = int(rate * (a.seconds + WARMUP_S))
@@ -369,15 +407,16 @@ def raw_e2e_main(a: argparse.Namespace) -> None:
         if sent < total:
             due = min(total, (now - start) * rate // 1_000_000_000 + 1)
             while sent < due and len(in_flight) < window:
-                due_at = start + sent * 1_000_000_000 // rate
-                if now - due_at > 1_000_000:
-                    late += 1  # sent more than a millisecond after its time
+                up_to = min(due, sent + max_records)
+                due_times = [start + index * 1_000_000_000 // rate for index in range(sent, up_to)]
+                late += bisect_left(due_times, now - 1_000_000)  # sent more than a millisecond after their time
                 if sent < held_until:
-                    held += 1
-                send_produce(stamp(correlation_id, now, due_at, wall_ms_at_start + (now - start) // 1_000_000))
-                in_flight.append(now)
+                    held += min(held_until, up_to) - sent
+                send_produce(stamp(correlation_id, now, due_times, wall_ms_at_start + (now - start) // 1_000_000))
+                in_flight.append((now, due_times))
                 correlation_id += 1
-                sent += 1
+                requests += 1
+                sent = up_to
                 now = perf_counter_ns()
             if sent < due:
                 held_until = due  # due while the window is full: sent when an answer frees a place
@@ -395,14 +434,15 @@ def raw_e2e_main(a: argparse.Namespace) -> None:
             if not data:
                 raise ConnectionError("the server closed the producer's connection")
             for frame in producer_frames.feed(data):
-                sent_at = in_flight.popleft()
+                sent_at, due_times = in_flight.popleft()
                 error_code, base_offset = produce_answer(frame, produce_prefix)
                 if error_code:
-                    failures += 1
+                    failures += len(due_times)
                     continue
-                last_offset = max(last_offset, base_offset)
+                last_offset = max(last_offset, base_offset + len(due_times) - 1)
                 if sent_at >= measuring_from:
-                    acked.append((received - sent_at) / 1e6)
+                    acked += [(received - sent_at) / 1e6] * len(due_times)
+                    acked_from_due += [(received - due_at) / 1e6 for due_at in due_times]
         if consumer in readable:
             data = consumer.recv(1 << 20)
             received = perf_counter_ns()
@@ -416,7 +456,7 @@ def raw_e2e_main(a: argparse.Namespace) -> None:
                         sys.exit(f"Fetch answered error {error_code} {fetch_errors} times")
                     time.sleep(0.01)
                 else:
-                    times, next_offset = send_times(records, batch_length)
+                    times, next_offset = send_times(records, layouts)
                     if next_offset > fetch_offset:
                         fetch_offset = next_offset
                     for sent_at, due_at in times:
@@ -432,4 +472,5 @@ def raw_e2e_main(a: argparse.Namespace) -> None:
     consumer.close()
     print(json.dumps({"acked": acked, "ends": ends, "failures": failures, "cpu": cpu,
                       "late": late + total - sent, "held": held, "fetches": fetches,
-                      "ends_from_due": ends_from_due}), flush=True)
+                      "acked_from_due": acked_from_due, "ends_from_due": ends_from_due, "requests": requests,
+                      "sent": sent, "max_records": max_records}), flush=True)
