@@ -170,7 +170,7 @@ class ProduceFrame:
     without encoding one. ``layouts`` gives, for each batch length, where each record's value starts in
     the batch, so the consumer reads the times back in place (:func:`send_times`)."""
 
-    __slots__ = ("_requests", "_crc32c", "layouts", "answer_prefix", "max_records")
+    __slots__ = ("_requests", "_crc32c", "layouts", "answer_prefix")
 
     def __init__(self, topic: str, acks: int, max_records: int = 1) -> None:
         from kafkalite.protocol._crc32c import crc32c
@@ -199,7 +199,6 @@ class ProduceFrame:
                                    at + _BATCH_CRC, at + _BATCH_TIMESTAMPS, values))
             self.layouts[len(batch)] = tuple(value - at for value in values)
         self._crc32c = crc32c
-        self.max_records = max_records
         # an answer v9 after its correlation id: no header tags, one topic, one partition, index 0
         self.answer_prefix = b"\x00\x02" + _compact_name(topic) + b"\x02\x00\x00\x00\x00"
 
