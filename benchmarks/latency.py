@@ -4,6 +4,7 @@
     python benchmarks/latency.py --rates 10000 --seconds 10 --reps 3
     python benchmarks/latency.py --flush-on-ack        # also kafkalite with log.flush.on.ack=true, beside fsync
     python benchmarks/latency.py --raw --raw-e2e       # also the clients without librdkafka (below)
+    python benchmarks/latency.py --rates 10000 --raw-e2e --one-record-per-request  # batched and one a request
 
 A confluent-kafka producer (``linger.ms`` 0, acks=1 or all) sends 100-byte records at a fixed rate
 (paced every millisecond) into a fresh one-partition topic, while a confluent-kafka consumer in a
@@ -30,28 +31,36 @@ round trip from the request's send to its answer's last byte, so it shows the se
 without the producer's thread hand-offs (librdkafka's own floor at linger.ms 0 is about 1 ms here,
 against the mock too); its rows have no end-to-end figure.
 
-``--raw-e2e`` adds, for each server, rate and acks, a run of an end-to-end client without librdkafka,
-in one thread of one process (so both ends read one clock, ``perf_counter_ns``): a producer on one
-socket sends one-record Produce v9 requests at the rate without waiting for their answers, at most
-``--max-in-flight`` (5, Kafka's default) unanswered at a time, and a consumer on a second socket
-long-polls with Fetch v12 (no fetch session; ``max_wait_ms`` 500, ``min_bytes`` 1; each Fetch from
-the offset after the last record it got) the moment the previous answer is in. One ``select`` waits
-for either socket's answers and the next send time. The request is encoded once; each send writes
-its correlation id, the batch's timestamps, the record's value (its first 8 bytes the send time) and
+``--raw-e2e`` adds, for each server, rate and acks, a run of an end-to-end client without librdkafka
+(``benchmarks/rawclients.py``), in one thread of one process (so both ends read one clock,
+``perf_counter_ns``): a producer on one socket sends Produce v9 requests at the rate without waiting
+for their answers, at most ``--max-in-flight`` (5, Kafka's default) unanswered at a time, and a
+consumer on a second socket long-polls with Fetch v12 (no fetch session; ``max_wait_ms`` 500,
+``min_bytes`` 1; each Fetch from the offset after the last record it got) the moment the previous
+answer is in. One ``select`` waits for either socket's answers and the next send time. The producer
+batches as Kafka's producers do at ``linger.ms`` 0: whenever a place in the window is free, every
+record due by then and not sent yet goes in one request, one record batch of up to
+``--max-batch-records`` (by default as many as fit in 16 KiB, the default ``batch.size``: 148), so
+the records that come due while the window is full leave together when an answer frees a place.
+``--one-record-per-request`` adds a run of the same client sending each record in a request of its
+own (the broker's cost per request; the window then holds nearly every record from 10 k/s). Each
+request size is encoded once; each send writes its correlation id, the batch's timestamps, each
+record's value (its first 16 bytes the request's send time and the time that record was due) and
 the batch's CRC-32C in place, and answers of the usual shape are read in place (others by the
 codec), so the client costs little CPU beside the server on a small machine; its own CPU per record
-is printed (``client µs/rec``, every client's when ``--raw-e2e`` is given). Ack latency is from a
-request's send to its answer's arrival, end to end from the send to the arrival of the Fetch answer
-holding the record. A record is *late* when it leaves more than 1 ms after its time; *held* (in each
-run's line) when it was due while the window was full, so it left when an answer freed a place: the
-table's latencies count from the actual send, so a held record's wait for the window is not in them;
-each run's line also gives the end-to-end p99 counted from the time each record was due (the value
-carries both times), which includes that wait. The mock answers each Fetch with one batch, here
-one record, and answered 400-2,600 Fetches a second on this VM, so at 10 k records/s its consumer
-falls behind; a Fetch with nothing to read it answers at ``max_wait_ms``. Its end-to-end column is that
-backlog or wait, not its speed. With ``--raw-e2e`` each run's line also says how many of the
-machine's cores were busy during the run and how much CPU the host took from this VM (steal time,
-from ``/proc/stat``): the other work on a small shared machine is part of what a latency shows.
+is printed (``client µs/rec``, every client's when a raw end-to-end client runs). Ack latency is
+from a request's send to its answer's arrival, for each record it carries; end to end from the send
+to the arrival of the Fetch answer holding the record. A record is *late* when it leaves more than
+1 ms after its time; *held* when it was due while the window was full, so it left when an answer
+freed a place. The first table's latencies count from the actual send, so a held record's wait is
+not in them; a second table counts ack and end to end from the time each record was due (the value
+carries both times), which includes that wait, and gives the records per Produce request (the
+mean). The mock answers each Fetch with one batch and answered 400-2,600 Fetches a second on this
+VM, so at 10 k records/s its consumer falls behind; a Fetch with nothing to read it answers at
+``max_wait_ms``. Its end-to-end column is that backlog or wait, not its speed. With a raw end-to-end
+client each run's line also says how many of the machine's cores were busy during the run and how
+much CPU the host took from this VM (steal time, from ``/proc/stat``): the other work on a small
+shared machine is part of what a latency shows.
 """
 
 from __future__ import annotations
@@ -60,7 +69,6 @@ import argparse
 import json
 import os
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -68,16 +76,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-WARMUP_S = 1.0
-SIZE = 100
+from rawclients import SIZE, WARMUP_S, own_cpu_seconds, raw_e2e_main, raw_main  # noqa: E402 (after the path)
+
 ONE_RECORD_BATCH_BYTES = 61 + 8 + SIZE  # batch header, the record's own fields (no key, no headers), value
-Bytes: TypeAlias = "bytes | bytearray | memoryview"
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -131,7 +138,7 @@ def client_main(a: argparse.Namespace) -> None:
     while not ready.is_set() and time.monotonic() < deadline:
         producer.produce(a.topic, b"%020d" % time.perf_counter_ns() + padding)
         producer.poll(0.01)
-    cpu_before = _own_cpu_seconds()
+    cpu_before = own_cpu_seconds()
     start = time.perf_counter_ns()
     measuring_from[0] = start + int(WARMUP_S * 1e9)
     total = int(a.rate * (a.seconds + WARMUP_S))
@@ -156,19 +163,11 @@ def client_main(a: argparse.Namespace) -> None:
     deadline = time.monotonic() + 10
     while len(ends) < expected and time.monotonic() < deadline:
         time.sleep(0.01)
-    cpu = (_own_cpu_seconds() - cpu_before) / total * 1e6
+    cpu = (own_cpu_seconds() - cpu_before) / total * 1e6
     stop.set()
     reader.join(5)
     consumer.close()
     print(json.dumps({"acked": acked, "ends": ends, "failures": failures[0], "cpu": cpu}), flush=True)
-
-
-def _own_cpu_seconds() -> float:
-    """This process's CPU time so far, user and system, every thread."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _machine_cpu() -> tuple[float, float, float]:
@@ -178,411 +177,6 @@ def _machine_cpu() -> tuple[float, float, float]:
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     tick = os.sysconf("SC_CLK_TCK")
     return (user + nice + system + irq + softirq) / tick, steal / tick, time.monotonic()
-
-
-def _read_frame(connection: Any) -> bytes:
-    """One size-prefixed frame from a blocking socket, without its size."""
-
-    def read_exactly(size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = connection.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            data += chunk
-        return bytes(data)
-
-    return read_exactly(struct.unpack(">i", read_exactly(4))[0])
-
-
-def _connect(bootstrap: str) -> Any:
-    """A blocking TCP connection to the first bootstrap server, Nagle off."""
-    import socket
-
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    connection = socket.create_connection((host.strip("[]"), int(port)), timeout=30)
-    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return connection
-
-
-def _await_topic(connection: Any, topic: str) -> None:
-    """Until ``topic`` has a leader (a Metadata request creates it where the server does that)."""
-    from kafkalite.protocol.errors import ErrorCode
-    from kafkalite.protocol.framing import encode_request, parse_response_header
-    from kafkalite.protocol.messages import MetadataRequest, MetadataResponse
-    from kafkalite.protocol.messages.metadata_request import MetadataRequestTopic
-
-    deadline = time.monotonic() + 20
-    while True:
-        connection.sendall(encode_request(
-            MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True),
-            9, 1, "latency-raw"))
-        answer = _read_frame(connection)
-        topics = MetadataResponse.decode_from(parse_response_header(answer, MetadataRequest.API_KEY, 9), 9).topics
-        if topics and topics[0].error_code == ErrorCode.NONE and topics[0].partitions:
-            return
-        if time.monotonic() > deadline:
-            sys.exit(f"topic {topic} has no leader")
-        time.sleep(0.05)
-
-
-def raw_main(a: argparse.Namespace) -> None:
-    """One ``--raw`` run: one-record Produce requests over one blocking socket, one in flight."""
-    from kafkalite.protocol.errors import ErrorCode
-    from kafkalite.protocol.framing import encode_request, parse_response_header
-    from kafkalite.protocol.messages import ProduceRequest, ProduceResponse
-    from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
-    from kafkalite.protocol.records import RecordBatchBuilder
-
-    connection = _connect(a.bootstrap)
-    correlation_ids = iter(range(2, 1 << 31))
-
-    def round_trip(frame: bytes) -> bytes:
-        connection.sendall(frame)
-        return _read_frame(connection)
-
-    _await_topic(connection, a.topic)
-    acks = -1 if a.acks == "all" else int(a.acks)
-    padding = b"x" * (SIZE - 20)
-    acked: list[float] = []
-    failures = 0
-    total = int(a.rate * (a.seconds + WARMUP_S))
-    cpu_before = _own_cpu_seconds()
-    start = time.perf_counter_ns()
-    measuring_from = start + int(WARMUP_S * 1e9)
-    for sent in range(total):
-        pause = (start + sent * 1e9 / a.rate - time.perf_counter_ns()) / 1e9
-        if pause > 0:
-            time.sleep(pause)
-        builder = RecordBatchBuilder()
-        builder.append(timestamp=time.time_ns() // 1_000_000, key=None, value=b"%020d" % sent + padding)
-        request = ProduceRequest(acks=acks, timeout_ms=30_000, topic_data=[TopicProduceData(
-            name=a.topic, partition_data=[PartitionProduceData(index=0, records=builder.build())])])
-        frame = encode_request(request, 9, next(correlation_ids), "latency-raw")
-        began = time.perf_counter_ns()
-        answer = round_trip(frame)
-        ended = time.perf_counter_ns()
-        response = ProduceResponse.decode_from(parse_response_header(answer, ProduceRequest.API_KEY, 9), 9)
-        if response.responses[0].partition_responses[0].error_code != ErrorCode.NONE:
-            failures += 1
-        elif began >= measuring_from:
-            acked.append((ended - began) / 1e6)
-    cpu = (_own_cpu_seconds() - cpu_before) / total * 1e6
-    connection.close()
-    print(json.dumps({"acked": acked, "ends": [], "failures": failures, "cpu": cpu}), flush=True)
-
-
-# --- the raw end-to-end client ------------------------------------------------------------------------------
-
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
-_TWO_INT64 = struct.Struct(">qq")
-_UINT32 = struct.Struct(">I")
-_BATCH_START = struct.Struct(">qi")  # base offset, batch length
-_FETCH_HEAD = struct.Struct(">bihi")  # header tagged fields (none), throttle time, error code, session id
-_FETCH_PARTITION = struct.Struct(">hqqqbi")  # error, high watermark, last stable, log start, aborted, replica
-_PRODUCE_ANSWER = struct.Struct(">hq")  # error code, base offset
-_BATCH_CRC, _BATCH_ATTRIBUTES, _BATCH_TIMESTAMPS = 17, 21, 27  # offsets in a magic-2 batch
-_BATCH_LAST_OFFSET_DELTA, _BATCH_RECORDS_COUNT = 23, 57
-_FETCH_OFFSET_MARK = 0x0123456789ABCDEF
-
-
-def _compact_name(name: str) -> bytes:
-    from kafkalite.protocol.primitives import append_uvarint
-
-    out = bytearray()
-    append_uvarint(out, len(name.encode()) + 1)
-    return bytes(out) + name.encode()
-
-
-class ProduceFrame:
-    """A one-record Produce v9 request encoded once, then stamped in place for each send.
-
-    The record's value is ``SIZE`` bytes whose first 16 are its send time and the time it was due
-    (``perf_counter_ns``, big endian); a stamp writes the correlation id, the batch's base and max
-    timestamps, those times and the batch's CRC-32C, so each request is a valid batch without
-    encoding one."""
-
-    __slots__ = ("frame", "_crc_region", "_crc_at", "_timestamps_at", "_value_at", "_crc32c", "batch_length",
-                 "answer_prefix")
-
-    def __init__(self, topic: str, acks: int) -> None:
-        from kafkalite.protocol._crc32c import crc32c
-        from kafkalite.protocol.framing import encode_request
-        from kafkalite.protocol.messages import ProduceRequest
-        from kafkalite.protocol.messages.produce_request import PartitionProduceData, TopicProduceData
-        from kafkalite.protocol.records import RecordBatchBuilder
-
-        builder = RecordBatchBuilder()
-        builder.append(timestamp=time.time_ns() // 1_000_000, key=None, value=b"x" * SIZE)
-        batch = bytes(builder.build())
-        request = ProduceRequest(acks=acks, timeout_ms=30_000, topic_data=[TopicProduceData(
-            name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])])
-        self.frame = bytearray(encode_request(request, 9, 0, "latency-raw"))
-        at = self.frame.index(batch)
-        end = at + len(batch)
-        self._crc_region = memoryview(self.frame)[at + _BATCH_ATTRIBUTES:end]
-        self._crc_at = at + _BATCH_CRC
-        self._timestamps_at = at + _BATCH_TIMESTAMPS
-        self._value_at = end - 1 - SIZE  # the value, then the record's header count (0)
-        self._crc32c = crc32c
-        self.batch_length = len(batch)
-        # an answer v9 after its correlation id: no header tags, one topic, one partition, index 0
-        self.answer_prefix = b"\x00\x02" + _compact_name(topic) + b"\x02\x00\x00\x00\x00"
-
-    def stamp(self, correlation_id: int, sent_ns: int, due_ns: int, timestamp_ms: int) -> bytearray:
-        frame = self.frame
-        _INT32.pack_into(frame, 8, correlation_id)
-        _TWO_INT64.pack_into(frame, self._timestamps_at, timestamp_ms, timestamp_ms)
-        _TWO_INT64.pack_into(frame, self._value_at, sent_ns, due_ns)
-        _UINT32.pack_into(frame, self._crc_at, self._crc32c(self._crc_region))
-        return frame
-
-
-class FetchFrame:
-    """A one-partition Fetch v12 request (no fetch session) encoded once; each send patches the
-    correlation id and the fetch offset."""
-
-    __slots__ = ("frame", "_offset_at", "answer_prefix")
-
-    def __init__(self, topic: str, max_wait_ms: int = 500) -> None:
-        from kafkalite.protocol.framing import encode_request
-        from kafkalite.protocol.messages import FetchRequest
-        from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic
-
-        request = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=52_428_800,
-                               isolation_level=0, session_id=0, session_epoch=-1, topics=[FetchTopic(
-                                   topic=topic, partitions=[FetchPartition(
-                                       partition=0, fetch_offset=_FETCH_OFFSET_MARK, partition_max_bytes=1_048_576)])])
-        self.frame = bytearray(encode_request(request, 12, 0, "latency-raw"))
-        self._offset_at = self.frame.index(_INT64.pack(_FETCH_OFFSET_MARK))
-        # an answer v12 after its header and first fields: one topic, one partition, index 0
-        self.answer_prefix = b"\x02" + _compact_name(topic) + b"\x02\x00\x00\x00\x00"
-
-    def at(self, correlation_id: int, fetch_offset: int) -> bytearray:
-        _INT32.pack_into(self.frame, 8, correlation_id)
-        _INT64.pack_into(self.frame, self._offset_at, fetch_offset)
-        return self.frame
-
-
-def _uvarint(view: memoryview, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = view[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position
-        shift += 7
-
-
-def produce_answer(frame: Bytes, prefix: bytes) -> tuple[int, int]:
-    """A Produce v9 answer's (error code, base offset) for the one partition it answers.
-
-    ``frame`` starts at the correlation id. The usual answer is read at fixed places after
-    ``prefix``; anything else goes through the codec."""
-    view = memoryview(frame)
-    end = 4 + len(prefix)
-    if view[4:end] == prefix:
-        error_code, base_offset = _PRODUCE_ANSWER.unpack_from(view, end)
-        return error_code, base_offset
-    from kafkalite.protocol.framing import parse_response_header
-    from kafkalite.protocol.messages import ProduceResponse
-
-    partition = ProduceResponse.decode_from(parse_response_header(view, 0, 9), 9).responses[0].partition_responses[0]
-    return partition.error_code, partition.base_offset
-
-
-def fetch_answer(frame: Bytes, prefix: bytes) -> tuple[int, Bytes]:
-    """A Fetch v12 answer's (error code, records) for its one partition: the response's error code
-    if it has one, else the partition's; records empty when there are none.
-
-    ``frame`` starts at the correlation id. The usual answer (no throttle or error, one topic, one
-    partition, no aborted transactions) is read in place; anything else goes through the codec."""
-    view = memoryview(frame)
-    tags, _throttle, error_code, _session = _FETCH_HEAD.unpack_from(view, 4)
-    position = 4 + _FETCH_HEAD.size
-    end = position + len(prefix)
-    if tags == 0 and error_code == 0 and view[position:end] == prefix:
-        error_code, _high, _stable, _start, aborted, _replica = _FETCH_PARTITION.unpack_from(view, end)
-        position = end + _FETCH_PARTITION.size
-        if aborted in (0, 1):  # null or empty
-            size, position = _uvarint(view, position)
-            return error_code, view[position:position + size - 1] if size > 1 else b""
-    from kafkalite.protocol.framing import parse_response_header
-    from kafkalite.protocol.messages import FetchResponse
-
-    response = FetchResponse.decode_from(parse_response_header(view, 1, 12), 12)
-    if response.error_code:
-        return response.error_code, b""
-    partition = response.responses[0].partitions[0]
-    records = partition.records
-    if records is None or isinstance(records, (bytes, bytearray, memoryview)):
-        return partition.error_code, records or b""
-    return partition.error_code, b"".join(records)  # a decoded answer holds one buffer; to be sure
-
-
-def send_times(records: Bytes, batch_length: int) -> tuple[list[tuple[int, int]], int]:
-    """The (send, due) times carried by the records of a Fetch answer's ``records``, and the offset
-    after its last whole batch (-1 if it holds none).
-
-    A batch as :class:`ProduceFrame` makes it (one record, ``batch_length`` bytes) is read at a fixed
-    place; any other goes through the record decoder."""
-    view = memoryview(records)
-    size = len(view)
-    times: list[tuple[int, int]] = []
-    next_offset = -1
-    position = 0
-    while size - position >= 61:
-        base_offset, length = _BATCH_START.unpack_from(view, position)
-        end = position + 12 + length
-        if end > size:
-            break  # a partial batch ends an answer
-        if (length + 12 == batch_length and view[end - 1] == 0
-                and _INT32.unpack_from(view, position + _BATCH_RECORDS_COUNT)[0] == 1):
-            times.append(_TWO_INT64.unpack_from(view, end - 1 - SIZE))
-        else:
-            from kafkalite.protocol.records import RecordBatch
-
-            times.extend(_TWO_INT64.unpack_from(record.value or bytes(16))
-                         for record in RecordBatch(view[position:end]).records())
-        next_offset = base_offset + _INT32.unpack_from(view, position + _BATCH_LAST_OFFSET_DELTA)[0] + 1
-        position = end
-    return times, next_offset
-
-
-class _Frames:
-    """Complete response frames out of a socket's bytes (each without its size prefix)."""
-
-    __slots__ = ("pending",)
-
-    def __init__(self) -> None:
-        self.pending = bytearray()
-
-    def feed(self, data: bytes) -> list[bytes]:
-        pending = self.pending
-        pending += data
-        frames = []
-        position, available = 0, len(pending)
-        while available - position >= 4:
-            size = _INT32.unpack_from(pending, position)[0]
-            if available - position - 4 < size:
-                break
-            frames.append(bytes(pending[position + 4:position + 4 + size]))
-            position += 4 + size
-        if position:
-            del pending[:position]
-        return frames
-
-
-def raw_e2e_main(a: argparse.Namespace) -> None:
-    """One ``--raw-e2e`` run: pipelined one-record Produce requests and a long-polling Fetch, in one thread."""
-    import gc
-    import select
-    from collections import deque
-
-    producer = _connect(a.bootstrap)
-    _await_topic(producer, a.topic)
-    consumer = _connect(a.bootstrap)
-    produce = ProduceFrame(a.topic, -1 if a.acks == "all" else int(a.acks))
-    fetch = FetchFrame(a.topic)
-    produce_prefix, fetch_prefix, batch_length = produce.answer_prefix, fetch.answer_prefix, produce.batch_length
-    producer_frames, consumer_frames = _Frames(), _Frames()
-    acked: list[float] = []
-    ends: list[float] = []
-    ends_from_due: list[float] = []  # end to end from the time each record was due (a held one waited)
-    failures = fetch_errors = late = held = fetches = 0
-    in_flight: deque[int] = deque()  # send times of the Produce requests not answered yet, in order
-    window = a.max_in_flight
-    rate = a.rate
-    total = int(rate * (a.seconds + WARMUP_S))
-    last_offset = -1  # of the last record acknowledged
-    fetch_offset = 0  # a fresh topic: from its start (the first second is not counted anyway)
-    correlation_id = fetch_correlation_id = 2
-    perf_counter_ns, monotonic = time.perf_counter_ns, time.monotonic
-    send_produce, send_fetch = producer.sendall, consumer.sendall
-    stamp, fetch_at = produce.stamp, fetch.at
-    sockets = [producer, consumer]
-    gc.collect()
-    gc.freeze()
-    gc.disable()  # the lists of figures hold no cycles; a collection would be the client's pause
-    send_fetch(fetch_at(fetch_correlation_id, fetch_offset))
-    cpu_before = _own_cpu_seconds()
-    start = perf_counter_ns()
-    wall_ms_at_start = time.time_ns() // 1_000_000
-    measuring_from = start + int(WARMUP_S * 1e9)
-    give_up = monotonic() + 3 * (a.seconds + WARMUP_S) + 10
-    sent = held_until = 0
-    while True:
-        now = perf_counter_ns()
-        timeout: float | None = 0.5
-        if sent < total:
-            due = min(total, (now - start) * rate // 1_000_000_000 + 1)
-            while sent < due and len(in_flight) < window:
-                due_at = start + sent * 1_000_000_000 // rate
-                if now - due_at > 1_000_000:
-                    late += 1  # sent more than a millisecond after its time
-                if sent < held_until:
-                    held += 1
-                send_produce(stamp(correlation_id, now, due_at, wall_ms_at_start + (now - start) // 1_000_000))
-                in_flight.append(now)
-                correlation_id += 1
-                sent += 1
-                now = perf_counter_ns()
-            if sent < due:
-                held_until = due  # due while the window is full: sent when an answer frees a place
-                timeout = None
-            elif sent < total:
-                timeout = max(0.0, (start + sent * 1_000_000_000 // rate - now) / 1e9)
-        elif not in_flight and fetch_offset > last_offset:
-            break
-        if monotonic() > give_up:
-            break
-        readable = select.select(sockets, (), (), timeout)[0]
-        if producer in readable:
-            data = producer.recv(1 << 16)
-            received = perf_counter_ns()
-            if not data:
-                raise ConnectionError("the server closed the producer's connection")
-            for frame in producer_frames.feed(data):
-                sent_at = in_flight.popleft()
-                error_code, base_offset = produce_answer(frame, produce_prefix)
-                if error_code:
-                    failures += 1
-                    continue
-                last_offset = max(last_offset, base_offset)
-                if sent_at >= measuring_from:
-                    acked.append((received - sent_at) / 1e6)
-        if consumer in readable:
-            data = consumer.recv(1 << 20)
-            received = perf_counter_ns()
-            if not data:
-                raise ConnectionError("the server closed the consumer's connection")
-            for frame in consumer_frames.feed(data):
-                error_code, records = fetch_answer(frame, fetch_prefix)
-                if error_code:
-                    fetch_errors += 1
-                    if fetch_errors > 100:
-                        sys.exit(f"Fetch answered error {error_code} {fetch_errors} times")
-                    time.sleep(0.01)
-                else:
-                    times, next_offset = send_times(records, batch_length)
-                    if next_offset > fetch_offset:
-                        fetch_offset = next_offset
-                    for sent_at, due_at in times:
-                        if sent_at >= measuring_from:
-                            ends.append((received - sent_at) / 1e6)
-                            ends_from_due.append((received - due_at) / 1e6)
-                fetches += 1
-                fetch_correlation_id += 1
-                send_fetch(fetch_at(fetch_correlation_id, fetch_offset))
-    cpu = (_own_cpu_seconds() - cpu_before) / max(1, sent) * 1e6
-    gc.enable()
-    producer.close()
-    consumer.close()
-    print(json.dumps({"acked": acked, "ends": ends, "failures": failures, "cpu": cpu,
-                      "late": late + total - sent, "held": held, "fetches": fetches,
-                      "ends_from_due": ends_from_due}), flush=True)
 
 
 def fsync_latency(directory: Path, count: int = 300, size: int = 4096,
@@ -604,6 +198,11 @@ def fsync_latency(directory: Path, count: int = 300, size: int = 4096,
     return times
 
 
+def _per_request(figures: dict[str, list[float]]) -> float:
+    """Records a Produce request, the mean over a raw end-to-end client's runs."""
+    return sum(figures["sent"]) / max(1, sum(figures["requests"]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command")
@@ -616,6 +215,8 @@ def main() -> None:
         one_run.add_argument("--seconds", type=float, default=5.0)
         if name == "rawe2e":
             one_run.add_argument("--max-in-flight", type=int, default=5)
+            one_run.add_argument("--max-batch-records", type=int, default=None)
+            one_run.add_argument("--one-record-per-request", action="store_true")
     parser.add_argument("--rates", default="1000,10000,50000")
     parser.add_argument("--acks", default="1,all")
     parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per run (after 1 s warm-up)")
@@ -625,10 +226,15 @@ def main() -> None:
     parser.add_argument("--raw", action="store_true",
                         help="also a client without librdkafka: one-record Produce v9, one in flight (ack only)")
     parser.add_argument("--raw-e2e", action="store_true",
-                        help="also a client without librdkafka, end to end: pipelined one-record Produce v9"
-                             " requests and a long-polling Fetch v12 consumer (adds the client's CPU and late sends)")
+                        help="also a client without librdkafka, end to end: pipelined Produce v9 requests, each"
+                             " with the records due and not sent yet, and a long-polling Fetch v12 consumer")
+    parser.add_argument("--one-record-per-request", action="store_true",
+                        help="also that client sending each record in a Produce request of its own")
     parser.add_argument("--max-in-flight", type=int, default=5,
                         help="--raw-e2e: Produce requests in flight at most (Kafka's default 5)")
+    parser.add_argument("--max-batch-records", type=int, default=None,
+                        help="--raw-e2e: records per Produce request at most (default: as many as fit in"
+                             " 16 KiB, a Kafka producer's default batch.size)")
     a = parser.parse_args()
     if a.command == "client":
         client_main(a)
@@ -652,8 +258,9 @@ def main() -> None:
         brokers["kafkalite flush.on.ack"] = BrokerProcess(scratch / "flush", {"log.flush.on.ack": "true"},
                                                           admin=False).start()
     runs = [(rate, acks) for rate in rates for acks in acks_list]
-    clients = ["client", *(["raw"] if a.raw else []), *(["rawe2e"] if a.raw_e2e else [])]
-    labels = {"client": "", "raw": " (raw)", "rawe2e": " (raw e2e)"}
+    raw_e2e_clients = [*(["rawe2e"] if a.raw_e2e else []), *(["rawe2e1"] if a.one_record_per_request else [])]
+    clients = ["client", *(["raw"] if a.raw else []), *raw_e2e_clients]
+    labels = {"client": "", "raw": " (raw)", "rawe2e": " (raw e2e)", "rawe2e1": " (raw e2e, 1 a request)"}
     topics = {f"lat-{rep}-{rate}-{acks}-{client}": 1
               for rep in range(a.reps) for rate, acks in runs for client in clients}
     mock = Mock(topics)
@@ -670,8 +277,14 @@ def main() -> None:
                     topic = f"lat-{rep}-{rate}-{acks}-{client}"
                     cpu_before = cpu_seconds(pids[name])
                     machine_before = _machine_cpu()
-                    extra = ["--max-in-flight", str(a.max_in_flight)] if client == "rawe2e" else []
-                    done = subprocess.run([sys.executable, __file__, client, "--bootstrap", bootstrap,
+                    command, extra = client, []
+                    if client in raw_e2e_clients:
+                        command, extra = "rawe2e", ["--max-in-flight", str(a.max_in_flight)]
+                        if client == "rawe2e1":
+                            extra.append("--one-record-per-request")
+                        elif a.max_batch_records:
+                            extra += ["--max-batch-records", str(a.max_batch_records)]
+                    done = subprocess.run([sys.executable, __file__, command, "--bootstrap", bootstrap,
                                            "--topic", topic, "--rate", str(rate), "--acks", acks,
                                            "--seconds", str(a.seconds), *extra],
                                           capture_output=True, text=True, timeout=3 * (a.seconds + WARMUP_S) + 120)
@@ -682,24 +295,33 @@ def main() -> None:
                         print(f"  {name} {rate}/s acks={acks}: no result: {done.stderr[-300:]}", flush=True)
                         continue
                     result = json.loads(lines[-1])
-                    into = results.setdefault((name, rate, acks, client),
-                                              {"acked": [], "ends": [], "cpu": [], "client_cpu": [], "late": []})
+                    into = results.setdefault((name, rate, acks, client), {
+                        "acked": [], "ends": [], "cpu": [], "client_cpu": [], "late": [], "acked_from_due": [],
+                        "ends_from_due": [], "held": [], "requests": [], "sent": []})
                     into["acked"] += result["acked"]
                     into["ends"] += result["ends"]
                     into["client_cpu"].append(result.get("cpu", float("nan")))
                     into["late"].append(result.get("late", 0))
+                    into["acked_from_due"] += result.get("acked_from_due", [])
+                    into["ends_from_due"] += result.get("ends_from_due", [])
+                    into["held"].append(result.get("held", 0))
+                    into["requests"].append(result.get("requests", 0))
+                    into["sent"].append(result.get("sent", 0))
                     sent = rate * (a.seconds + WARMUP_S)
                     if cpu_before is not None and cpu_after is not None:
                         into["cpu"].append((cpu_after - cpu_before) / sent * 1e6)
                     label = name + labels[client]
                     counted = len(result["ends"] or result["acked"])
                     client_figures = ""
-                    if client == "rawe2e":
+                    if client in raw_e2e_clients:
                         from_due = percentile(result["ends_from_due"], 0.99)
+                        per_request = result["sent"] / max(1, result["requests"])
                         client_figures = (f"; client CPU {result['cpu']:.0f} µs/record, {result['late']} sent late,"
-                                          f" {result['held']} held by the window, {result['fetches']} Fetch answers;"
+                                          f" {result['held']} held by the window, {per_request:.2f} records a"
+                                          f" Produce request (at most {result['max_records']}),"
+                                          f" {result['fetches']} Fetch answers;"
                                           f" end-to-end p99 from the due time {from_due:.2f} ms")
-                    if a.raw_e2e:
+                    if raw_e2e_clients:
                         client_figures += (f"; the machine's cores busy {machine[0] / machine[2]:.2f},"
                                            f" stolen by the host {machine[1] / machine[2]:.2f}")
                     print(f"  rep{rep + 1} {label:32s} {rate:>6}/s acks={acks:3s} ack p50"
@@ -710,7 +332,7 @@ def main() -> None:
                           flush=True)
         print(f"\nlatency in ms, {SIZE}-byte records, linger.ms 0, over {a.reps} rep(s) of {a.seconds:g} s;"
               " ack = produce() to acknowledgement, e2e = produce() to the consumer")
-        more = f" {'client µs/rec':>13s} {'late':>6s}" if a.raw_e2e else ""
+        more = f" {'client µs/rec':>13s} {'late':>6s} {'rec/req':>7s}" if raw_e2e_clients else ""
         print(f"{'server':32s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
               f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'CPU µs/rec':>10s}{more}")
         for (rate, acks), client in ((run, client) for run in runs for client in clients):
@@ -721,12 +343,29 @@ def main() -> None:
                 acked, ends = figures["acked"], figures["ends"]
                 cpu = statistics.median(figures["cpu"]) if figures["cpu"] else float("nan")
                 label = name + labels[client]
-                if a.raw_e2e:
-                    late = str(sum(figures["late"])) if client == "rawe2e" else "-"
-                    more = f" {statistics.median(figures['client_cpu']):>13.0f} {late:>6s}"
+                if raw_e2e_clients:
+                    late = str(sum(figures["late"])) if client in raw_e2e_clients else "-"
+                    per_request = f"{_per_request(figures):.2f}" if client in raw_e2e_clients else "-"
+                    more = f" {statistics.median(figures['client_cpu']):>13.0f} {late:>6s} {per_request:>7s}"
                 print(f"{label:32s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f} {percentile(acked, 0.99):7.2f}"
                       f" {percentile(acked, 0.999):7.2f} {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f}"
                       f" {percentile(ends, 0.999):7.2f} {len(ends or acked):>8} {cpu:>10.0f}{more}")
+        if raw_e2e_clients:
+            print("\nthe raw end-to-end clients, counted from the time each record was due (a record held by a"
+                  " full window waited for a place)")
+            print(f"{'server':32s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
+                  f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'held':>8s} {'rec/req':>7s}")
+            for (rate, acks), client in ((run, client) for run in runs for client in raw_e2e_clients):
+                for name, _ in servers:
+                    figures = results.get((name, rate, acks, client))
+                    if not figures:
+                        continue
+                    acked, ends = figures["acked_from_due"], figures["ends_from_due"]
+                    per_request = _per_request(figures)
+                    print(f"{name + labels[client]:32s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f}"
+                          f" {percentile(acked, 0.99):7.2f} {percentile(acked, 0.999):7.2f}"
+                          f" {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f} {percentile(ends, 0.999):7.2f}"
+                          f" {len(ends):>8} {sum(figures['held']):>8.0f} {per_request:>7.2f}")
         if a.flush_on_ack:
             print()
             for what, size, sync in [("4 KiB appended, then fsync", 4096, os.fsync),
