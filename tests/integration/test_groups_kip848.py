@@ -50,14 +50,22 @@ class Kip848Member(threading.Thread):
         self.error: BaseException | None = None
 
     def run(self) -> None:
+        # What the member owns, kept by the rebalance callbacks: librdkafka tells the coordinator a
+        # partition is given up only after on_revoke returns, so the set shrinks before another member
+        # can be handed that partition (a copy of consumer.assignment() taken after each poll would lag).
+        def assign(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            self.assigned = self.assigned | {tp.partition for tp in partitions}
+
+        def revoke(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            self.assigned = self.assigned - {tp.partition for tp in partitions}
+
         try:
-            self.consumer.subscribe([self.topic])
+            self.consumer.subscribe([self.topic], on_assign=assign, on_revoke=revoke, on_lost=revoke)
             while not self.stopping.is_set():
                 message = self.consumer.poll(0.05)
                 if message is not None and message.error() is None:
                     self.records.append((message.partition(), message.offset()))
                     self.consumer.commit(message=message, asynchronous=False)
-                self.assigned = {tp.partition for tp in self.consumer.assignment()}
         except BaseException as exc:
             self.error = exc
         finally:
