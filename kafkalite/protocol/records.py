@@ -104,7 +104,7 @@ def __getattr__(name: str) -> type[Record] | type[EndTransactionMarker]:
     if name in ("Record", "EndTransactionMarker"):
         from kafkalite.protocol import decoded_records
 
-        value: type[Record] | type[EndTransactionMarker] = getattr(decoded_records, name)
+        value = decoded_records.Record if name == "Record" else decoded_records.EndTransactionMarker
         globals()[name] = value  # later look-ups find it without __getattr__
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
