@@ -1,6 +1,6 @@
 """Start-up time: from the broker's exec to its first ApiVersions answer, installed as users install it.
 
-    python benchmarks/startup.py [--runs 5] [--editable] [--importtime] [--against CHECKOUT] [--floor]
+    python benchmarks/startup.py [--runs 5] [--editable] [--importtime] [--against CHECKOUT] [--floor] [--imports]
 
 Installs this checkout with ``pip install --no-deps --target DIR .`` (a regular, non-editable
 install, byte-compiled by pip) into a scratch directory, and runs ``python -m kafkalite serve`` from
@@ -19,8 +19,12 @@ would show it.
 ``--against CHECKOUT`` installs another checkout (say one of the main branch) the same way and
 alternates runs between the two, so a busy machine's load falls on both alike; the medians of each
 are printed side by side. ``--floor`` adds, in each round, ``python -c "import asyncio, uvloop"``
-(exec to exit): what any broker on this loop pays before its own code runs. Nothing is asserted;
-the broker is stopped by its PID after each run.
+(exec to exit): what any broker on this loop pays before its own code runs. ``--imports`` adds, in
+each round and for each checkout, the CPU time a fresh interpreter takes to import what a start and
+its first Metadata, Produce and Fetch load (``START_MODULES``), beyond ``import asyncio, uvloop`` and
+with the cyclic collector off, as ``kafkalite serve`` has it: the broker's own share of a start,
+without the noise of a process's start, its disk writes and its stop. Nothing is asserted; the
+broker is stopped by its PID after each run.
 """
 
 from __future__ import annotations
@@ -43,6 +47,18 @@ REPO = Path(__file__).resolve().parents[1]
 _BODY = struct.pack(">hhih", 18, 0, 7, 7) + b"startup"
 REQUEST = struct.pack(">i", len(_BODY)) + _BODY
 TOPIC = b"startup"
+# what a start imports before its first ApiVersions answer, and what its first Metadata, Produce and
+# Fetch import after it (the handlers import their message classes, the codecs on first use)
+START_MODULES = ("kafkalite.cli.serve", "kafkalite.broker.server", "kafkalite.broker.core.cluster",
+                 "kafkalite.broker.handlers.api_versions", "kafkalite.broker.handlers.metadata",
+                 "kafkalite.broker.handlers.produce", "kafkalite.broker.handlers.fetch",
+                 "kafkalite.protocol.produce_codec", "kafkalite.protocol.fetch_codec")
+_IMPORTS = ("import asyncio, gc, importlib, time, uvloop\n"
+            "gc.disable()\n"
+            "started = time.process_time()\n"
+            f"for name in {START_MODULES!r}:\n"
+            "    importlib.import_module(name)\n"
+            "print(time.process_time() - started)\n")
 
 
 sys.path.insert(0, str(REPO))
@@ -126,6 +142,13 @@ def one_floor(env: dict[str, str], cwd: Path) -> tuple[float, float]:
     return time.perf_counter() - started, children_cpu_s() - cpu
 
 
+def one_import(env: dict[str, str], cwd: Path) -> float:
+    """CPU seconds a fresh interpreter takes to import ``START_MODULES`` after asyncio and uvloop."""
+    done = subprocess.run([sys.executable, "-c", _IMPORTS], cwd=cwd, env=env, capture_output=True, text=True,
+                          check=True)
+    return float(done.stdout)
+
+
 class Start:
     """One start's figures, in seconds from the exec (NaN when that step failed)."""
 
@@ -199,6 +222,8 @@ def main() -> None:
     parser.add_argument("--importtime", action="store_true", help="show the slowest imports of one start")
     parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="alternate with another checkout")
     parser.add_argument("--floor", action="store_true", help='also time python -c "import asyncio, uvloop"')
+    parser.add_argument("--imports", action="store_true",
+                        help="also time the imports of a start and its first requests in a fresh interpreter")
     a = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
     try:
@@ -223,6 +248,7 @@ def main() -> None:
             one_start(env, cwd)  # the first start after an install warms the page cache
         results: dict[str, tuple[list[float], ...]] = {label: ([], [], [], [], [], []) for label, _, _ in sides}
         floors: tuple[list[float], list[float]] = ([], [])
+        imports: dict[str, list[float]] = {label: [] for label, _, _ in sides}
         for run in range(a.runs):
             if a.floor:
                 wall, cpu = one_floor(sides[0][1], sides[0][2])
@@ -243,6 +269,10 @@ def main() -> None:
                       f"ApiVersions after {start.answered * 1000:.0f}, Metadata {start.metadata * 1000:.0f}, "
                       f"Produce {start.produced * 1000:.0f}, Fetch {start.fetched * 1000:.0f} ms, "
                       f"CPU {start.cpu * 1000:.0f} ms")
+            if a.imports:
+                for label, env, cwd in sides:
+                    imports[label].append(one_import(env, cwd) * 1000)
+                    print(f"{label} run {run + 1}: imports beyond asyncio and uvloop, CPU {imports[label][-1]:.1f} ms")
         print("median / least, in ms:")
         if floors[0]:
             print(f"import asyncio, uvloop: {_spread(floors[0])} from exec to exit, CPU {_spread(floors[1])}")
@@ -251,6 +281,10 @@ def main() -> None:
                 print(f"{label}, {len(answers)} runs: accepting {_spread(accepts)}, first ApiVersions answer "
                       f"{_spread(answers)}, Metadata {_spread(metadatas)}, Produce {_spread(produces)}, "
                       f"Fetch {_spread(fetches)}, CPU to start, answer and stop {_spread(cpus)}")
+            if imports[label]:
+                low = min(imports[label])
+                print(f"{label}: imports of a start and its first requests beyond asyncio and uvloop, CPU "
+                      f"{statistics.median(imports[label]):.1f} / {low:.1f}")
         if a.importtime:
             _, env, cwd = sides[0]
             rows = []

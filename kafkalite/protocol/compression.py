@@ -30,14 +30,13 @@ errors, and whatever a codec library raises is wrapped in ``CorruptRecordError``
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Callable
 from enum import IntEnum
 from typing import TYPE_CHECKING, Final
 
 from kafkalite.protocol.exceptions import CorruptRecordError, ProtocolError
 
-if TYPE_CHECKING:  # each codec's library is imported by the first batch that uses the codec
+if TYPE_CHECKING:  # each codec's library (zlib for gzip too) is imported by the first batch that uses the codec
     import cramjam
 
 __all__ = [
@@ -122,16 +121,20 @@ def xxh32(data: Buffer, seed: int = 0) -> int:
 # --------------------------------------------------------------------------------------------------
 # gzip
 
-_GZIP_WBITS: Final = 16 + zlib.MAX_WBITS  # gzip header and trailer, 32 KiB window
+_GZIP_WBITS: Final = 16 + 15  # gzip header and trailer, a 32 KiB window (zlib.MAX_WBITS)
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 
 
 def _gzip_compress(data: Buffer, level: int | None) -> bytes:
+    import zlib
+
     compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION if level is None else level, zlib.DEFLATED, _GZIP_WBITS)
     return compressor.compress(data) + compressor.flush()
 
 
 def _gzip_decompress(data: Buffer, max_output: int) -> bytes:
+    import zlib
+
     remaining: Buffer = data
     pieces: list[bytes] = []
     total = 0

@@ -27,9 +27,9 @@ Compression wraps a whole inner message set, compressed, in the value of one *wr
 writes a message set, for instance to down-convert stored batches for Fetch v0-3. Layouts are in
 ``docs/record-batch.md``.
 
-This module does not import :mod:`protocol.records` (which imports it): what both need, such as
-:class:`~protocol.records.Record` and :class:`~protocol.records.TimestampType`, lives in
-``protocol._record_common``.
+This module does not import :mod:`protocol.records` (which imports it): what both need lives in
+``protocol._record_common`` (such as :class:`~protocol.records.TimestampType`) and
+``protocol.decoded_records`` (:class:`~protocol.records.Record`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from collections.abc import Iterable, Iterator
 from itertools import pairwise
 from typing import Final
 
-from kafkalite.protocol._record_common import LOG_OVERHEAD, NO_SEQUENCE, NO_TIMESTAMP, Buffer, Record, TimestampType
+from kafkalite.protocol._record_common import LOG_OVERHEAD, NO_SEQUENCE, NO_TIMESTAMP, Buffer, TimestampType
 from kafkalite.protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress
+from kafkalite.protocol.decoded_records import Record
 from kafkalite.protocol.exceptions import CorruptRecordError
 
 __all__ = [

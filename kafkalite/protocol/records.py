@@ -21,18 +21,19 @@ Layouts are in ``docs/record-batch.md``. Records use zig-zag varints (at most 5 
 checked against the bytes actually present.
 
 Imports point one way: this module imports :mod:`protocol.legacy_records` (in :func:`iter_batches`,
-at its first legacy batch: a broker whose clients all write magic 2 never loads it), and both import
-what they share (:class:`Record`, :class:`TimestampType`, ``LOG_OVERHEAD``, ``NO_SEQUENCE``,
-``NO_TIMESTAMP``) from ``protocol._record_common``; ``legacy_records`` never imports this module.
-Those shared names are re-exported here, where callers import them from.
+at its first legacy batch: a broker whose clients all write magic 2 never loads it) and
+:mod:`protocol.decoded_records` (:class:`Record` and :class:`EndTransactionMarker`, at the first
+record or marker decoded, or the first import of either name from here: appending and reading
+batches decode no record, so a broker starts without making those classes), and all three import
+what they share (:class:`TimestampType`, :class:`ControlRecordType`, ``LOG_OVERHEAD``,
+``NO_SEQUENCE``, ``NO_TIMESTAMP``) from ``protocol._record_common``; neither of the other two
+imports this module. Those names are re-exported here, where callers import them from.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from enum import IntEnum
 from typing import TYPE_CHECKING, Final
 
 from kafkalite.protocol._crc32c import crc32c
@@ -41,14 +42,15 @@ from kafkalite.protocol._record_common import (
     NO_SEQUENCE,
     NO_TIMESTAMP,
     Buffer,
+    ControlRecordType,
     Header,
-    Record,
     TimestampType,
 )
 from kafkalite.protocol.compression import DEFAULT_MAX_OUTPUT, Compression, compress, decompress
 from kafkalite.protocol.exceptions import CorruptRecordError
 
 if TYPE_CHECKING:
+    from kafkalite.protocol.decoded_records import EndTransactionMarker, Record
     from kafkalite.protocol.legacy_records import LegacyRecordBatch
 
 __all__ = [
@@ -96,74 +98,16 @@ _TRANSACTIONAL_BIT: Final = 0x10
 _CONTROL_BIT: Final = 0x20
 _DELETE_HORIZON_BIT: Final = 0x40
 
-_CONTROL_KEY: Final = struct.Struct(">hh")  # version, type
-_END_TXN_MARKER_VALUE: Final = struct.Struct(">hi")  # version, coordinator epoch
 
+def __getattr__(name: str) -> type[Record] | type[EndTransactionMarker]:
+    """``Record`` and ``EndTransactionMarker``, from :mod:`protocol.decoded_records` on first use."""
+    if name in ("Record", "EndTransactionMarker"):
+        from kafkalite.protocol import decoded_records
 
-class ControlRecordType(IntEnum):
-    """The type in a control record's key. Types 2-6 are KRaft-internal; anything else is UNKNOWN."""
-
-    UNKNOWN = -1
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
-
-    @classmethod
-    def from_key(cls, key: bytes | None) -> ControlRecordType:
-        """Read the type from a control record key (``version int16, type int16``).
-
-        A key version above 0 is read as version 0, like Kafka does; an unknown type is ``UNKNOWN``.
-        A missing or short key, or a negative version, is :class:`CorruptRecordError`.
-        """
-        if key is None or len(key) < _CONTROL_KEY.size:
-            raise CorruptRecordError("control record key is shorter than 4 bytes")
-        version, type_id = _CONTROL_KEY.unpack_from(key)
-        if version < 0:
-            raise CorruptRecordError(f"control record key has a negative version {version}")
-        try:
-            return cls(type_id)
-        except ValueError:
-            return cls.UNKNOWN
-
-
-@dataclass(frozen=True, slots=True)
-class EndTransactionMarker:
-    """The COMMIT or ABORT marker a transaction coordinator writes into each partition of a transaction."""
-
-    control_type: ControlRecordType
-    coordinator_epoch: int
-
-    def __post_init__(self) -> None:
-        if self.control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-            raise ValueError(f"an end transaction marker is ABORT or COMMIT, not {self.control_type!r}")
-
-    @property
-    def key(self) -> bytes:
-        """The control record key: version 0, then the control type."""
-        return _CONTROL_KEY.pack(0, self.control_type)
-
-    @property
-    def value(self) -> bytes:
-        """The marker value: version 0, then the coordinator epoch."""
-        return _END_TXN_MARKER_VALUE.pack(0, self.coordinator_epoch)
-
-    @classmethod
-    def from_record(cls, record: Record) -> EndTransactionMarker:
-        """Decode a marker from a control record; versions above 0 are read as version 0."""
-        control_type = ControlRecordType.from_key(record.key)
-        if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-            raise CorruptRecordError(f"control record of type {control_type.name} is not an end transaction marker")
-        value = record.value
-        if value is None or len(value) < _END_TXN_MARKER_VALUE.size:
-            raise CorruptRecordError("end transaction marker value is shorter than 6 bytes")
-        version, coordinator_epoch = _END_TXN_MARKER_VALUE.unpack_from(value)
-        if version < 0:
-            raise CorruptRecordError(f"end transaction marker has a negative version {version}")
-        return cls(control_type, coordinator_epoch)
+        value = decoded_records.Record if name == "Record" else decoded_records.EndTransactionMarker
+        globals()[name] = value  # later look-ups find it without __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -442,6 +386,8 @@ class RecordBatch:
         return self._iterate_records(data, start)
 
     def _iterate_records(self, data: Buffer, position: int) -> Iterator[Record]:
+        from kafkalite.protocol.decoded_records import Record
+
         end = len(data)
         base_offset = self.base_offset
         base_sequence = self.base_sequence
@@ -507,6 +453,8 @@ class RecordBatch:
             raise CorruptRecordError("control batch holds no record")
         if ControlRecordType.from_key(first.key) not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
             return None
+        from kafkalite.protocol.decoded_records import EndTransactionMarker
+
         return EndTransactionMarker.from_record(first)
 
 

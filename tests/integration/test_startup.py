@@ -107,11 +107,12 @@ NOT_IMPORTED_BY_A_BARE_START = (
     # rooms the cluster builds on first use: the first Fetch, the cleaner's first slice after the start
     "kafkalite.broker.core.fetch_sessions", "kafkalite.broker.core.log_cleaner",
     # the compression codecs' libraries, imported by the first batch of each codec
-    "cramjam", "lz4", "zstandard",
+    "cramjam", "lz4", "zstandard", "zlib",
     "encodings.idna",  # (listen.py gives getaddrinfo an ASCII host as bytes)
     "argparse", "gettext",  # plain arguments are read without argparse (cli/serve.py)
     "kafkalite.broker.core.log.memory",  # the logs of log.storage=memory, on its first log
     "kafkalite.protocol.legacy_records",  # magic 0/1 batches, on the first one
+    "kafkalite.protocol.decoded_records",  # Record and EndTransactionMarker, on the first record or marker decoded
     "shutil", "bz2", "lzma",  # (shutil imports both) removing a partition's files is not a start's work
 )
 

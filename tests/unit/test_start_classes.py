@@ -16,15 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 # what ``kafkalite serve`` imports before its first answer (tests/integration/test_startup.py checks a real start)
 START_IMPORTS = ("kafkalite.cli.serve", "kafkalite.broker.server", "kafkalite.broker.core.cluster",
                  "kafkalite.broker.handlers.api_versions")
+# the handlers of the first requests a client sends after ApiVersions
+FIRST_REQUESTS = ("kafkalite.broker.handlers.metadata", "kafkalite.broker.handlers.produce",
+                  "kafkalite.broker.handlers.fetch")
 
 # compared somewhere: listeners (serve.py moves the first one to --port), the registry's table rows (a
-# handler's @handles against SERVED), log configs, aborted transactions (a set of them), decoded records
-# and transaction markers (callers compare what they decode)
+# handler's @handles against SERVED), log configs, aborted transactions (a set of them)
 COMPARED = ["kafkalite.broker.config.broker_config.Listener", "kafkalite.broker.core.log.partition_log.LogConfig",
-            "kafkalite.broker.core.log.txn_index.AbortedTxn", "kafkalite.broker.handlers.registry.ServedApi",
-            "kafkalite.protocol._record_common.Record", "kafkalite.protocol.records.EndTransactionMarker",
-            # the group commit's flush rounds, whose equality nothing uses either (not trimmed yet)
-            "kafkalite.broker.core.log.group_commit._Flush", "kafkalite.broker.core.log.group_commit._Round"]
+            "kafkalite.broker.core.log.txn_index.AbortedTxn", "kafkalite.broker.handlers.registry.ServedApi"]
 
 
 def fresh(script: str) -> list[str]:
@@ -37,7 +36,7 @@ def fresh(script: str) -> list[str]:
 def test_the_dataclasses_of_a_start_compare_by_value_only_where_something_compares_them() -> None:
     lines = fresh(
         "import dataclasses, importlib, sys\n"
-        f"for name in {START_IMPORTS!r}:\n"
+        f"for name in {START_IMPORTS + FIRST_REQUESTS!r}:\n"
         "    importlib.import_module(name)\n"
         "for name, module in sorted(sys.modules.items()):\n"
         "    if name.startswith('kafkalite.') and not name.startswith('kafkalite.protocol.messages'):\n"
@@ -48,12 +47,25 @@ def test_the_dataclasses_of_a_start_compare_by_value_only_where_something_compar
     assert sorted(lines) == sorted(COMPARED), "a new dataclass of the start path that nothing compares: eq=False"
 
 
-def test_a_start_leaves_the_memory_logs_and_legacy_batches_unimported() -> None:
+def test_a_start_and_its_first_requests_leave_what_they_do_not_use_unimported() -> None:
+    """The memory logs (log.storage=memory), magic 0/1 batches, decoded records and transaction markers
+    (appends and reads move batches as bytes) and zlib (the first gzip batch) wait for their first use."""
     lines = fresh(
         "import importlib, sys\n"
-        f"for name in {START_IMPORTS!r}:\n"
+        f"for name in {START_IMPORTS + FIRST_REQUESTS!r}:\n"
         "    importlib.import_module(name)\n"
-        "print(*sorted(name for name in sys.modules if name.startswith('kafkalite.')), sep='\\n')\n")
+        "print(*sorted(sys.modules), sep='\\n')\n")
     assert "kafkalite.broker.core.log.disk" in lines
-    assert "kafkalite.broker.core.log.memory" not in lines
-    assert "kafkalite.protocol.legacy_records" not in lines
+    for name in ("kafkalite.broker.core.log.memory", "kafkalite.protocol.legacy_records",
+                 "kafkalite.protocol.decoded_records", "zlib"):
+        assert name not in lines, name
+
+
+def test_records_and_markers_are_there_for_whoever_imports_them() -> None:
+    lines = fresh(
+        "from kafkalite.protocol.records import EndTransactionMarker, Record, RecordBatch, build_record_batch\n"
+        "from kafkalite.protocol.decoded_records import Record as Decoded\n"
+        "batch = RecordBatch(build_record_batch([Record(0, 5, b'k', b'v')]))\n"
+        "print(Record is Decoded, EndTransactionMarker.__module__, list(batch.records()))\n")
+    assert lines == ["True kafkalite.protocol.decoded_records "
+                     "[Record(offset=0, timestamp=5, key=b'k', value=b'v', headers=(), sequence=-1)]"]

@@ -17,10 +17,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.core.partition import Partition
 from kafkalite.broker.core.topics import Topic, TopicManager
-from kafkalite.protocol.records import Record, RecordBatch, RecordBatchBuilder, iter_batches
+from kafkalite.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
+
+if TYPE_CHECKING:
+    from kafkalite.protocol.records import Record
 
 log = logging.getLogger("kafkalite.coordinator_log")
 

@@ -233,7 +233,7 @@ class FetchSessionCache:
                 session.close()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class WantedPartition:
     """One partition a fetch asks for, resolved against the topics."""
 
@@ -249,7 +249,7 @@ class WantedPartition:
     cached: CachedPartition | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class FetchPlan:
     """What one Fetch reads: its partitions in response order, and the session to answer with.
 

@@ -56,6 +56,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import TOPIC_KEYS, TopicConfig
 from kafkalite.broker.core.log.background import Background
@@ -72,13 +73,14 @@ from kafkalite.protocol.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     ControlRecordType,
-    EndTransactionMarker,
-    Record,
     RecordBatch,
     TimestampType,
     build_end_transaction_marker,
     build_record_batch,
 )
+
+if TYPE_CHECKING:
+    from kafkalite.protocol.records import Record
 
 log = logging.getLogger("kafkalite.partition")
 
@@ -360,6 +362,8 @@ class Partition:
         Raises :class:`KafkaError` when the producer state refuses it (an epoch older than the
         producer's, or a fenced coordinator epoch).
         """
+        from kafkalite.protocol.records import EndTransactionMarker  # (made on first use, as records decode)
+
         self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
         marker = EndTransactionMarker(ControlRecordType.COMMIT if committed else ControlRecordType.ABORT,
                                       coordinator_epoch)

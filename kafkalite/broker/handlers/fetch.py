@@ -40,7 +40,7 @@ _READ_COMMITTED = 1
 _EMPTY = b""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Result:
     wanted: WantedPartition
     error: ErrorCode

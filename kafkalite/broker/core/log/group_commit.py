@@ -122,7 +122,7 @@ class CommitThreads:
             thread.join()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Flush:
     """One log's part of a round: what to sync, and the answers waiting for it."""
 
@@ -131,7 +131,7 @@ class _Flush:
     failure: OSError | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Round:
     """One round of fsyncs, shared by every answer that joined it before it started."""
 

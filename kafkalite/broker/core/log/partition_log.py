@@ -16,7 +16,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from kafkalite.broker.core.log.region import FileRegion
 from kafkalite.broker.core.log.segment import (
@@ -26,7 +26,10 @@ from kafkalite.broker.core.log.segment import (
 )
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
-from kafkalite.protocol.records import Record, RecordBatch
+from kafkalite.protocol.records import RecordBatch
+
+if TYPE_CHECKING:
+    from kafkalite.protocol.records import Record
 
 log = logging.getLogger("kafkalite.log")
 
