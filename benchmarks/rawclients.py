@@ -47,6 +47,15 @@ def _read_frame(connection: Any) -> bytes:
     return read_exactly(struct.unpack(">i", read_exactly(4))[0])
 
 
+def _receive(connection: Any, size: int, whose: str) -> tuple[bytes, int]:
+    """What one ``recv`` of up to ``size`` bytes gives, and when it returned (``perf_counter_ns``)."""
+    data = connection.recv(size)
+    received = time.perf_counter_ns()
+    if not data:
+        raise ConnectionError(f"the server closed the {whose} connection")
+    return data, received
+
+
 def _connect(bootstrap: str) -> Any:
     """A blocking TCP connection to the first bootstrap server, Nagle off."""
     import socket
@@ -428,10 +437,7 @@ def raw_e2e_main(a: argparse.Namespace) -> None:
             break
         readable = select.select(sockets, (), (), timeout)[0]
         if producer in readable:
-            data = producer.recv(1 << 16)
-            received = perf_counter_ns()
-            if not data:
-                raise ConnectionError("the server closed the producer's connection")
+            data, received = _receive(producer, 1 << 16, "producer's")
             for frame in producer_frames.feed(data):
                 sent_at, due_times = in_flight.popleft()
                 error_code, base_offset = produce_answer(frame, produce_prefix)
@@ -443,10 +449,7 @@ def raw_e2e_main(a: argparse.Namespace) -> None:
                     acked += [(received - sent_at) / 1e6] * len(due_times)
                     acked_from_due += [(received - due_at) / 1e6 for due_at in due_times]
         if consumer in readable:
-            data = consumer.recv(1 << 20)
-            received = perf_counter_ns()
-            if not data:
-                raise ConnectionError("the server closed the consumer's connection")
+            data, received = _receive(consumer, 1 << 20, "consumer's")
             for frame in consumer_frames.feed(data):
                 error_code, records = fetch_answer(frame, fetch_prefix)
                 if error_code:
