@@ -261,6 +261,7 @@ def main() -> None:
     raw_e2e_clients = [*(["rawe2e"] if a.raw_e2e else []), *(["rawe2e1"] if a.one_record_per_request else [])]
     clients = ["client", *(["raw"] if a.raw else []), *raw_e2e_clients]
     labels = {"client": "", "raw": " (raw)", "rawe2e": " (raw e2e)", "rawe2e1": " (raw e2e, 1 a request)"}
+    width = max(32, *(len(name + labels[client]) for name in ["mock", *brokers] for client in clients))
     topics = {f"lat-{rep}-{rate}-{acks}-{client}": 1
               for rep in range(a.reps) for rate, acks in runs for client in clients}
     mock = Mock(topics)
@@ -324,7 +325,7 @@ def main() -> None:
                     if raw_e2e_clients:
                         client_figures += (f"; the machine's cores busy {machine[0] / machine[2]:.2f},"
                                            f" stolen by the host {machine[1] / machine[2]:.2f}")
-                    print(f"  rep{rep + 1} {label:32s} {rate:>6}/s acks={acks:3s} ack p50"
+                    print(f"  rep{rep + 1} {label:{width}s} {rate:>6}/s acks={acks:3s} ack p50"
                           f" {percentile(result['acked'], 0.5):6.2f} ms  end-to-end p50"
                           f" {percentile(result['ends'], 0.5):6.2f} ms  ({counted} records,"
                           f" {result['failures']} failed; server CPU"
@@ -333,7 +334,7 @@ def main() -> None:
         print(f"\nlatency in ms, {SIZE}-byte records, linger.ms 0, over {a.reps} rep(s) of {a.seconds:g} s;"
               " ack = produce() to acknowledgement, e2e = produce() to the consumer")
         more = f" {'client µs/rec':>13s} {'late':>6s} {'rec/req':>7s}" if raw_e2e_clients else ""
-        print(f"{'server':32s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
+        print(f"{'server':{width}s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
               f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'CPU µs/rec':>10s}{more}")
         for (rate, acks), client in ((run, client) for run in runs for client in clients):
             for name, _ in servers:
@@ -347,13 +348,14 @@ def main() -> None:
                     late = str(sum(figures["late"])) if client in raw_e2e_clients else "-"
                     per_request = f"{_per_request(figures):.2f}" if client in raw_e2e_clients else "-"
                     more = f" {statistics.median(figures['client_cpu']):>13.0f} {late:>6s} {per_request:>7s}"
-                print(f"{label:32s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f} {percentile(acked, 0.99):7.2f}"
-                      f" {percentile(acked, 0.999):7.2f} {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f}"
+                print(f"{label:{width}s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f}"
+                      f" {percentile(acked, 0.99):7.2f} {percentile(acked, 0.999):7.2f}"
+                      f" {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f}"
                       f" {percentile(ends, 0.999):7.2f} {len(ends or acked):>8} {cpu:>10.0f}{more}")
         if raw_e2e_clients:
             print("\nthe raw end-to-end clients, counted from the time each record was due (a record held by a"
                   " full window waited for a place)")
-            print(f"{'server':32s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
+            print(f"{'server':{width}s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
                   f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'held':>8s} {'rec/req':>7s}")
             for (rate, acks), client in ((run, client) for run in runs for client in raw_e2e_clients):
                 for name, _ in servers:
@@ -362,7 +364,7 @@ def main() -> None:
                         continue
                     acked, ends = figures["acked_from_due"], figures["ends_from_due"]
                     per_request = _per_request(figures)
-                    print(f"{name + labels[client]:32s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f}"
+                    print(f"{name + labels[client]:{width}s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f}"
                           f" {percentile(acked, 0.99):7.2f} {percentile(acked, 0.999):7.2f}"
                           f" {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f} {percentile(ends, 0.999):7.2f}"
                           f" {len(ends):>8} {sum(figures['held']):>8.0f} {per_request:>7.2f}")
