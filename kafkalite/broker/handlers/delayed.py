@@ -4,8 +4,9 @@ A handler whose answer has to wait for something that happens on the event loop 
 brings a long-polling Fetch its bytes, or the timer of its ``max_wait_ms``) returns a
 ``DelayedAnswer`` and completes it from that callback. ``net.py`` is told at once and writes the
 answer in the same loop iteration: no task, no future and no extra step of the loop between the
-append and the answer. A connection that closes first cancels it, which calls the handler's
-``on_cancel`` (to take its listeners and timers back).
+append and the answer. A connection that closes first cancels it, which calls ``stop_waiting``:
+the ``on_cancel`` given, or, in a subclass that is itself what waits (Fetch's parked answer), its own
+(to take its listeners and timers back).
 
 An event inside a request (an append) should not complete an answer in the middle of that request,
 nor before the other requests read with it: ``after_dispatch(callback)`` runs the completion once
@@ -108,6 +109,11 @@ class DelayedAnswer:
             return
         self._done = self._cancelled = True
         self._callbacks.clear()
+        self.stop_waiting()
+
+    def stop_waiting(self) -> None:
+        """Take back what the answer waits on (called once it is cancelled): the ``on_cancel`` given.
+        A subclass that listens and times by itself overrides it, and calls it as it completes too."""
         if self._on_cancel is not None:
             self._on_cancel()
 

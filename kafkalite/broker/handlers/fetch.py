@@ -68,28 +68,23 @@ def handle_fetch(context: RequestContext, request: FetchRequest) -> FetchRespons
     nothing_to_wait_on = not wanted and (plan.session is None or not plan.session.partitions)
     if request.max_wait_ms <= 0 or nothing_to_wait_on or available >= request.min_bytes or errors:
         return _answer(plan, results, version, read_committed)
-    return _wait_then_respond(plan, request, max_bytes, read_committed, version, available, context.file_regions)
-
-
-def _wait_then_respond(plan: FetchPlan, request: FetchRequest, max_bytes: int, read_committed: bool,
-                       version: int, available: int, file_regions: bool) -> DelayedAnswer:
-    """Park until ``min_bytes`` arrive or ``max_wait_ms`` passes, then read again and answer once the
-    requests being dispatched with the append are done, or from the timer: in the same loop iteration,
-    no task. Parked on the session when there is one (its watchers see every partition of it), else on
-    each partition read. The append that completes the wait hands over the batch it stored when that
-    batch starts at the partition's fetch position: the read after the wake answers from it, without
-    reading the log, when it is still exactly what the log would return (``Partition.read_appended``)."""
     return _ParkedFetch(plan, request.min_bytes, request.max_wait_ms, max_bytes, read_committed, version, available,
-                        file_regions)
+                        context.file_regions)
 
 
 class _ParkedFetch(DelayedAnswer):
-    """A Fetch waiting for bytes (``_wait_then_respond``): the answer itself, listening to its partitions
-    (or its session) and to its timer. Its listeners and timer are taken back as it stops waiting, so
-    nothing refers to it in a cycle once it is answered: no work for the cyclic collector per long poll."""
+    """A Fetch waiting for ``min_bytes`` or ``max_wait_ms``: the answer itself, parked on its session
+    when there is one (its watchers see every partition of it), else on each partition read, and on
+    its timer. Once enough bytes arrive it reads again and answers when the requests dispatched with
+    the append are done, or from the timer: in the same loop iteration, no task. The append that
+    completes the wait hands over the batch it stored when that batch starts at the partition's fetch
+    position: the read after the wake answers from it, without reading the log, when it is still
+    exactly what the log would return (``Partition.read_appended``). Its listeners and timer are taken
+    back as it stops waiting (answered or cancelled), so nothing refers to it in a cycle afterwards:
+    no work for the cyclic collector per long poll."""
 
-    __slots__ = ("_plan", "_min_bytes", "_max_bytes", "_read_committed", "_version", "_file_regions", "_arrived",
-                 "_appended", "_positions", "_partitions", "_timer", "_on_append", "_on_session_change")
+    __slots__ = ("_plan", "_session", "_min_bytes", "_max_bytes", "_read_committed", "_version", "_file_regions",
+                 "_arrived", "_appended", "_positions", "_partitions", "_timer", "_on_append", "_on_session_change")
 
     def __init__(self, plan: FetchPlan, min_bytes: int, max_wait_ms: int, max_bytes: int, read_committed: bool,
                  version: int, available: int, file_regions: bool) -> None:
@@ -102,7 +97,7 @@ class _ParkedFetch(DelayedAnswer):
         self._partitions: list[Partition] = []  # (sessionless) the partitions listened to
         self._on_append: Listener | None = None
         self._on_session_change: SessionWaiter | None = None
-        session = plan.session
+        self._session = session = plan.session
         if session is not None:
             self._on_session_change = self._session_changed
             session.waiters.append(self._on_session_change)
@@ -119,18 +114,12 @@ class _ParkedFetch(DelayedAnswer):
         self._timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(max_wait_ms / 1000,
                                                                                         self._finish)
 
-    def cancel(self) -> None:
-        """Its connection closed: stop listening."""
-        if not self.done:
-            super().cancel()
-            self._stop_waiting()
-
-    def _stop_waiting(self) -> None:
+    def stop_waiting(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._on_session_change is not None:
-            waiters = self._plan.session.waiters  # type: ignore[union-attr]  # set only with a session
+        if self._on_session_change is not None and self._session is not None:
+            waiters = self._session.waiters
             if self._on_session_change in waiters:
                 waiters.remove(self._on_session_change)
             self._on_session_change = None
@@ -142,7 +131,7 @@ class _ParkedFetch(DelayedAnswer):
     def _finish(self) -> None:
         if self.done:
             return
-        self._stop_waiting()
+        self.stop_waiting()
         plan = self._plan
         try:
             results = _read_all(plan.revisit(), self._max_bytes, self._read_committed, self._file_regions,
