@@ -249,17 +249,6 @@ class FetchFrame:
         return self.frame
 
 
-def _uvarint(view: memoryview, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = view[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position
-        shift += 7
-
-
 def produce_answer(frame: Bytes, prefix: bytes) -> tuple[int, int]:
     """A Produce v9 answer's (error code, base offset) for the one partition it answers.
 
@@ -291,8 +280,11 @@ def fetch_answer(frame: Bytes, prefix: bytes) -> tuple[int, Bytes]:
         error_code, _high, _stable, _start, aborted, _replica = _FETCH_PARTITION.unpack_from(view, end)
         position = end + _FETCH_PARTITION.size
         if aborted in (0, 1):  # null or empty
-            size, position = _uvarint(view, position)
-            return error_code, view[position:position + size - 1] if size > 1 else b""
+            from kafkalite.protocol.primitives import Reader
+
+            reader = Reader(view, position)
+            size = reader.uvarint()  # the records' compact length
+            return error_code, view[reader.pos:reader.pos + size - 1] if size > 1 else b""
     from kafkalite.protocol.framing import parse_response_header
     from kafkalite.protocol.messages import FetchResponse
 
