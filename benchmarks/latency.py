@@ -198,6 +198,15 @@ def fsync_latency(directory: Path, count: int = 300, size: int = 4096,
     return times
 
 
+_LATENCY_HEAD = f" {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s} {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s}"
+
+
+def _latency_columns(acked: list[float], ends: list[float]) -> str:
+    """The p50, p99 and p99.9 of the acknowledgements and of end to end, under ``_LATENCY_HEAD``."""
+    return (f" {percentile(acked, 0.5):8.2f} {percentile(acked, 0.99):7.2f} {percentile(acked, 0.999):7.2f}"
+            f" {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f} {percentile(ends, 0.999):7.2f}")
+
+
 def _per_request(figures: dict[str, list[float]]) -> float:
     """Records a Produce request, the mean over a raw end-to-end client's runs."""
     return sum(figures["sent"]) / max(1, sum(figures["requests"]))
@@ -334,8 +343,8 @@ def main() -> None:
         print(f"\nlatency in ms, {SIZE}-byte records, linger.ms 0, over {a.reps} rep(s) of {a.seconds:g} s;"
               " ack = produce() to acknowledgement, e2e = produce() to the consumer")
         more = f" {'client µs/rec':>13s} {'late':>6s} {'rec/req':>7s}" if raw_e2e_clients else ""
-        print(f"{'server':{width}s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
-              f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'CPU µs/rec':>10s}{more}")
+        print(f"{'server':{width}s} {'rate/s':>7s} {'acks':>4s}{_LATENCY_HEAD} {'records':>8s}"
+              f" {'CPU µs/rec':>10s}{more}")
         for (rate, acks), client in ((run, client) for run in runs for client in clients):
             for name, _ in servers:
                 figures = results.get((name, rate, acks, client))
@@ -348,15 +357,13 @@ def main() -> None:
                     late = str(sum(figures["late"])) if client in raw_e2e_clients else "-"
                     per_request = f"{_per_request(figures):.2f}" if client in raw_e2e_clients else "-"
                     more = f" {statistics.median(figures['client_cpu']):>13.0f} {late:>6s} {per_request:>7s}"
-                print(f"{label:{width}s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f}"
-                      f" {percentile(acked, 0.99):7.2f} {percentile(acked, 0.999):7.2f}"
-                      f" {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f}"
-                      f" {percentile(ends, 0.999):7.2f} {len(ends or acked):>8} {cpu:>10.0f}{more}")
+                print(f"{label:{width}s} {rate:>7} {acks:>4s}{_latency_columns(acked, ends)}"
+                      f" {len(ends or acked):>8} {cpu:>10.0f}{more}")
         if raw_e2e_clients:
             print("\nthe raw end-to-end clients, counted from the time each record was due (a record held by a"
                   " full window waited for a place)")
-            print(f"{'server':{width}s} {'rate/s':>7s} {'acks':>4s} {'ack p50':>8s} {'p99':>7s} {'p99.9':>7s}"
-                  f" {'e2e p50':>8s} {'p99':>7s} {'p99.9':>7s} {'records':>8s} {'held':>8s} {'rec/req':>7s}")
+            print(f"{'server':{width}s} {'rate/s':>7s} {'acks':>4s}{_LATENCY_HEAD} {'records':>8s} {'held':>8s}"
+                  f" {'rec/req':>7s}")
             for (rate, acks), client in ((run, client) for run in runs for client in raw_e2e_clients):
                 for name, _ in servers:
                     figures = results.get((name, rate, acks, client))
@@ -364,9 +371,7 @@ def main() -> None:
                         continue
                     acked, ends = figures["acked_from_due"], figures["ends_from_due"]
                     per_request = _per_request(figures)
-                    print(f"{name + labels[client]:{width}s} {rate:>7} {acks:>4s} {percentile(acked, 0.5):8.2f}"
-                          f" {percentile(acked, 0.99):7.2f} {percentile(acked, 0.999):7.2f}"
-                          f" {percentile(ends, 0.5):8.2f} {percentile(ends, 0.99):7.2f} {percentile(ends, 0.999):7.2f}"
+                    print(f"{name + labels[client]:{width}s} {rate:>7} {acks:>4s}{_latency_columns(acked, ends)}"
                           f" {len(ends):>8} {sum(figures['held']):>8.0f} {per_request:>7.2f}")
         if a.flush_on_ack:
             print()
