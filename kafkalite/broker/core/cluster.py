@@ -52,7 +52,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -91,13 +90,15 @@ log = logging.getLogger("kafkalite.cluster")
 __all__ = ["Cluster", "Endpoint"]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Endpoint:
     """An advertised listener: what Metadata and FindCoordinator tell clients to connect to."""
 
-    name: str  # "PLAINTEXT"
-    host: str
-    port: int
+    __slots__ = ("name", "host", "port")
+
+    def __init__(self, name: str, host: str, port: int) -> None:
+        self.name = name  # "PLAINTEXT"
+        self.host = host
+        self.port = port
 
 
 class Cluster:

@@ -55,7 +55,6 @@ import operator
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kafkalite.broker.core.partition import Partition
@@ -77,25 +76,31 @@ _ORDER = operator.attrgetter("order")
 SessionWaiter = Callable[["CachedPartition", Partition, int], None]
 
 
-@dataclass(slots=True, eq=False)
 class CachedPartition:
     """What the session remembers about one partition: the position and what was last sent.
 
     It is also the session's watcher on the partition (``watched``), called by the partition as
     ``cached(partition, size)``."""
 
-    topic: object  # name (str) or topic id (UUID), matching the session's key kind
-    partition: int
-    fetch_offset: int
-    partition_max_bytes: int
-    current_leader_epoch: int = -1
-    # Values last sent in a response; -2 means "never sent", so the first response includes it.
-    high_watermark: int = -2
-    last_stable_offset: int = -2
-    log_start_offset: int = -2
-    order: int = 0  # its place in the session (partitions added later come later)
-    session: FetchSession | None = None
-    watched: Partition | None = None  # the partition this entry watches
+    __slots__ = ("topic", "partition", "fetch_offset", "partition_max_bytes", "current_leader_epoch",
+                 "high_watermark", "last_stable_offset", "log_start_offset", "order", "session", "watched")
+
+    def __init__(self, topic: object, partition: int, fetch_offset: int, partition_max_bytes: int,
+                 current_leader_epoch: int = -1, high_watermark: int = -2, last_stable_offset: int = -2,
+                 log_start_offset: int = -2, order: int = 0, session: FetchSession | None = None,
+                 watched: Partition | None = None) -> None:
+        self.topic = topic  # name (str) or topic id (UUID), matching the session's key kind
+        self.partition = partition
+        self.fetch_offset = fetch_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.current_leader_epoch = current_leader_epoch
+        # Values last sent in a response; -2 means "never sent", so the first response includes it.
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.order = order  # its place in the session (partitions added later come later)
+        self.session = session
+        self.watched = watched  # the partition this entry watches
 
     def must_send(self, high_watermark: int, last_stable_offset: int, log_start_offset: int,
                   has_records: bool, error: bool) -> bool:
@@ -132,17 +137,22 @@ class CachedPartition:
             partition.add_watcher(self)
 
 
-@dataclass(slots=True, eq=False)
 class FetchSession:
-    session_id: int
-    epoch: int  # the epoch the next incremental request must carry
-    partitions: dict[PartitionKey, CachedPartition] = field(default_factory=dict)
-    last_used_ms: int = 0
-    # Partitions an incremental fetch must read: changed since the last answer, or with something to say.
-    to_visit: set[CachedPartition] = field(default_factory=set)
-    read_committed: bool | None = None  # the isolation level of the last request
-    waiters: list[SessionWaiter] = field(default_factory=list)
-    _orders: itertools.count[int] = field(default_factory=itertools.count)
+    """One incremental fetch session: its id, the epoch its next request must carry, and its partitions."""
+
+    __slots__ = ("session_id", "epoch", "partitions", "last_used_ms", "to_visit", "read_committed", "waiters",
+                 "_orders")
+
+    def __init__(self, session_id: int, epoch: int, last_used_ms: int = 0) -> None:
+        self.session_id = session_id
+        self.epoch = epoch  # the epoch the next incremental request must carry
+        self.partitions: dict[PartitionKey, CachedPartition] = {}
+        self.last_used_ms = last_used_ms
+        # Partitions an incremental fetch must read: changed since the last answer, or with something to say.
+        self.to_visit: set[CachedPartition] = set()
+        self.read_committed: bool | None = None  # the isolation level of the last request
+        self.waiters: list[SessionWaiter] = []
+        self._orders = itertools.count()
 
     def put(self, key: PartitionKey, fetch_offset: int, partition_max_bytes: int,
             current_leader_epoch: int) -> CachedPartition:
@@ -233,38 +243,49 @@ class FetchSessionCache:
                 session.close()
 
 
-@dataclass(slots=True, eq=False)
 class WantedPartition:
     """One partition a fetch asks for, resolved against the topics."""
 
-    topic: object  # the name (v4-12) or id (v13+) the client used
-    name: str | None
-    topic_id: uuid.UUID
-    partition_index: int
-    fetch_offset: int
-    partition_max_bytes: int
-    current_leader_epoch: int
-    partition: Partition | None
-    error: ErrorCode
-    cached: CachedPartition | None = None
+    __slots__ = ("topic", "name", "topic_id", "partition_index", "fetch_offset", "partition_max_bytes",
+                 "current_leader_epoch", "partition", "error", "cached")
+
+    def __init__(self, topic: object, name: str | None, topic_id: uuid.UUID, partition_index: int,
+                 fetch_offset: int, partition_max_bytes: int, current_leader_epoch: int,
+                 partition: Partition | None, error: ErrorCode, cached: CachedPartition | None = None) -> None:
+        self.topic = topic  # the name (v4-12) or id (v13+) the client used
+        self.name = name
+        self.topic_id = topic_id
+        self.partition_index = partition_index
+        self.fetch_offset = fetch_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.current_leader_epoch = current_leader_epoch
+        self.partition = partition
+        self.error = error
+        self.cached = cached
 
 
-@dataclass(slots=True, eq=False)
 class FetchPlan:
     """What one Fetch reads: its partitions in response order, and the session to answer with.
 
     ``error`` is a session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) that
-    answers the whole request; ``session_id`` is 0 when the fetch has no session.
+    answers the whole request; ``session_id`` is 0 when the fetch has no session. ``requested`` are an
+    incremental fetch's listed partitions.
     """
 
-    partitions: list[WantedPartition]
-    session_id: int = 0
-    incremental: bool = False
-    error: ErrorCode = ErrorCode.NONE
-    session: FetchSession | None = None
-    topics: TopicManager | None = None
-    by_id: bool = False
-    requested: list[CachedPartition] = field(default_factory=list)  # an incremental fetch's listed partitions
+    __slots__ = ("partitions", "session_id", "incremental", "error", "session", "topics", "by_id", "requested")
+
+    def __init__(self, partitions: list[WantedPartition], session_id: int = 0, incremental: bool = False,
+                 error: ErrorCode = ErrorCode.NONE, session: FetchSession | None = None,
+                 topics: TopicManager | None = None, by_id: bool = False,
+                 requested: list[CachedPartition] | None = None) -> None:
+        self.partitions = partitions
+        self.session_id = session_id
+        self.incremental = incremental
+        self.error = error
+        self.session = session
+        self.topics = topics
+        self.by_id = by_id
+        self.requested: list[CachedPartition] = [] if requested is None else requested
 
     def revisit(self) -> list[WantedPartition]:
         """The partitions to read again after a wait: an incremental fetch adds those of its session

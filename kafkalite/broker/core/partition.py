@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import TOPIC_KEYS, TopicConfig
@@ -111,42 +110,51 @@ class RecordValidationError(KafkaError):
         self.record_errors = record_errors
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class AppendInfo:
-    """What a Produce answer says of an append: the batch's base offset, its log append time and the
-    partition's log start offset."""
+    """What a Produce answer says of an append: the batch's base offset, its log append time (-1
+    unless the topic uses LogAppendTime) and the partition's log start offset."""
 
-    base_offset: int
-    log_append_time: int  # -1 unless the topic uses LogAppendTime
-    log_start_offset: int
+    __slots__ = ("base_offset", "log_append_time", "log_start_offset")
+
+    def __init__(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self.log_start_offset = log_start_offset
 
 
-@dataclass(slots=True, eq=False)
 class ReadInfo:
-    """What a Fetch answer says of a partition: the stored batches read, their size, the partition's
-    high watermark, last stable offset and log start offset, and the aborted transactions overlapping
-    the read (read_committed)."""
+    """What a Fetch answer says of a partition: the stored batches read (bytes, or FileRegion objects
+    when the read asked for file regions), their size, the partition's high watermark, last stable
+    offset and log start offset, and the aborted transactions overlapping the read (read_committed
+    only, else None)."""
 
-    records: list[Piece]  # bytes, or FileRegion objects when the read asked for file regions
-    size: int
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    aborted_transactions: list[AbortedTxn] | None = None  # read_committed only
+    __slots__ = ("records", "size", "high_watermark", "last_stable_offset", "log_start_offset",
+                 "aborted_transactions")
+
+    def __init__(self, records: list[Piece], size: int, high_watermark: int, last_stable_offset: int,
+                 log_start_offset: int, aborted_transactions: list[AbortedTxn] | None = None) -> None:
+        self.records = records
+        self.size = size
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.aborted_transactions = aborted_transactions
 
     def buffers(self) -> list[bytes | bytearray | memoryview]:
         """The records as buffers, file regions read."""
         return [piece.read() if isinstance(piece, FileRegion) else piece for piece in self.records]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class AppendedBatch:
     """A copy of the batch an append stored, taken by a waiting fetch from ``Partition.appended``
     while it was told of the append (that batch's buffer may be a request's, reused afterwards)."""
 
-    records: bytes
-    base_offset: int
-    last_offset: int
+    __slots__ = ("records", "base_offset", "last_offset")
+
+    def __init__(self, records: bytes, base_offset: int, last_offset: int) -> None:
+        self.records = records
+        self.base_offset = base_offset
+        self.last_offset = last_offset
 
     @classmethod
     def of(cls, batch: RecordBatch) -> AppendedBatch | None:

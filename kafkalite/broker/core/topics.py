@@ -15,7 +15,6 @@ import os
 import re
 import uuid
 from collections.abc import Hashable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalite.broker.config import LONG_MAX, BrokerConfig, TopicConfig
@@ -75,18 +74,21 @@ def log_config(settings: TopicConfig) -> LogConfig:
     )
 
 
-@dataclass(slots=True, eq=False)
 class Topic:
     """A topic: its id, effective configs and overrides, and its partitions."""
 
-    name: str
-    topic_id: uuid.UUID
-    settings: TopicConfig  # every topic config's effective value (the override, else the broker default)
-    partitions: list[Partition] = field(default_factory=list)
-    configs: dict[str, str] = field(default_factory=dict)  # the overrides only
-    # Answers derived from the topic's partitions (the Metadata handler's encoded topic, by version and
-    # the like): dropped whenever partitions are added or removed. Leader epochs never change here.
-    answers: dict[Hashable, object] = field(default_factory=dict, repr=False, compare=False)
+    __slots__ = ("name", "topic_id", "settings", "partitions", "configs", "answers")
+
+    def __init__(self, name: str, topic_id: uuid.UUID, settings: TopicConfig, partitions: list[Partition] | None = None,
+                 configs: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.settings = settings  # every topic config's effective value (the override, else the broker default)
+        self.partitions: list[Partition] = [] if partitions is None else partitions
+        self.configs: dict[str, str] = {} if configs is None else configs  # the overrides only
+        # Answers derived from the topic's partitions (the Metadata handler's encoded topic, by version and
+        # the like): dropped whenever partitions are added or removed. Leader epochs never change here.
+        self.answers: dict[Hashable, object] = {}
 
     @property
     def internal(self) -> bool:

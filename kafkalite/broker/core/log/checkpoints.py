@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -111,17 +110,26 @@ def checkpoint_holds(path: Path, data: bytes) -> bool:
         return False
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class CheckpointPlan:
-    """The checkpoints of one log directory, decided on the loop, to be written anywhere."""
+    """The checkpoints of one log directory, decided on the loop, to be written anywhere.
 
-    root: Path
-    recovery_points: dict[TopicPartition, int]
-    log_start_offsets: dict[TopicPartition, int]
-    cleaner_offsets: dict[TopicPartition, int]
-    write_cleaner_offsets: bool  # there are some, or the file lists some that are gone
-    write_recovery_points: bool = True  # False: the file already says this
-    write_log_start_offsets: bool = True
+    ``write_cleaner_offsets``: there are some, or the file lists some that are gone; ``write_recovery_points``
+    and ``write_log_start_offsets`` are False when the file already says what it would."""
+
+    __slots__ = ("root", "recovery_points", "log_start_offsets", "cleaner_offsets", "write_cleaner_offsets",
+                 "write_recovery_points", "write_log_start_offsets")
+
+    def __init__(self, root: Path, recovery_points: dict[TopicPartition, int],
+                 log_start_offsets: dict[TopicPartition, int], cleaner_offsets: dict[TopicPartition, int],
+                 write_cleaner_offsets: bool, write_recovery_points: bool = True,
+                 write_log_start_offsets: bool = True) -> None:
+        self.root = root
+        self.recovery_points = recovery_points
+        self.log_start_offsets = log_start_offsets
+        self.cleaner_offsets = cleaner_offsets
+        self.write_cleaner_offsets = write_cleaner_offsets
+        self.write_recovery_points = write_recovery_points
+        self.write_log_start_offsets = write_log_start_offsets
 
     def files(self) -> list[tuple[str, bytes]]:
         files = []

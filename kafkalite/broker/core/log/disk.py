@@ -32,7 +32,6 @@ import struct
 import uuid
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise, takewhile
 from pathlib import Path
@@ -74,14 +73,16 @@ _MIN_BATCH_LENGTH: Final = 49  # a magic-2 batch header without its LOG_OVERHEAD
 REGION_MIN_BYTES: Final = 64 * 1024
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class _BatchSpan:
     """Where a stored batch is and which offsets it holds, read from its header alone."""
 
-    position: int
-    base_offset: int
-    last_offset: int
-    size: int
+    __slots__ = ("position", "base_offset", "last_offset", "size")
+
+    def __init__(self, position: int, base_offset: int, last_offset: int, size: int) -> None:
+        self.position = position
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self.size = size
 _MIN_BLOCK: Final = 64 * 1024
 _MAX_RECENT: Final = 1024  # recent appends remembered (a large index.interval.bytes walks headers beyond them)
 _SCAN_BLOCK: Final = 16 * 1024
@@ -119,13 +120,15 @@ def file_batches(file: FileHandle, start: int, end: int, block_size: int) -> Ite
         position += consumed
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class RecoveryOutcome:
     """What scanning a segment found: how many bytes were valid and why the rest (if any) was cut."""
 
-    valid_bytes: int
-    truncated_bytes: int
-    reason: str | None
+    __slots__ = ("valid_bytes", "truncated_bytes", "reason")
+
+    def __init__(self, valid_bytes: int, truncated_bytes: int, reason: str | None) -> None:
+        self.valid_bytes = valid_bytes
+        self.truncated_bytes = truncated_bytes
+        self.reason = reason
 
 
 class FileSegment(LogSegment):

@@ -54,7 +54,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from queue import SimpleQueue
 from typing import Final
@@ -122,22 +121,26 @@ class CommitThreads:
             thread.join()
 
 
-@dataclass(slots=True, eq=False)
 class _Flush:
     """One log's part of a round: what to sync, and the answers waiting for it."""
 
-    pending: PendingFlush
-    waiting: list[Waiter]
-    failure: OSError | None = None
+    __slots__ = ("pending", "waiting", "failure")
+
+    def __init__(self, pending: PendingFlush, waiting: list[Waiter], failure: OSError | None = None) -> None:
+        self.pending = pending
+        self.waiting = waiting
+        self.failure = failure
 
 
-@dataclass(slots=True, eq=False)
 class _Round:
     """One round of fsyncs, shared by every answer that joined it before it started."""
 
-    flushes: dict[PartitionLog, _Flush] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    started: bool = False  # set by the job when its fsyncs begin: nobody joins after that
+    __slots__ = ("flushes", "lock", "started")
+
+    def __init__(self) -> None:
+        self.flushes: dict[PartitionLog, _Flush] = {}
+        self.lock = threading.Lock()
+        self.started = False  # set by the job when its fsyncs begin: nobody joins after that
 
 
 class GroupCommit:

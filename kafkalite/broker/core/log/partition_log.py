@@ -144,17 +144,18 @@ class RecordBatchTooLarge(KafkaError):
         super().__init__(ErrorCode.RECORD_LIST_TOO_LARGE, message)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class AppendResult:
     """Where an appended batch went: its offsets, and its segment and byte position in that segment."""
 
-    base_offset: int
-    last_offset: int
-    segment_base_offset: int
-    position: int
+    __slots__ = ("base_offset", "last_offset", "segment_base_offset", "position")
+
+    def __init__(self, base_offset: int, last_offset: int, segment_base_offset: int, position: int) -> None:
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self.segment_base_offset = segment_base_offset
+        self.position = position
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class ReadResult:
     """Stored batches, as buffers to send without re-encoding (``transport.writelines(chunks)``).
 
@@ -164,10 +165,13 @@ class ReadResult:
     empty), ``next_offset`` one past the last batch's last offset (the requested offset when empty).
     """
 
-    chunks: list[Piece]
-    size: int
-    first_offset: int
-    next_offset: int
+    __slots__ = ("chunks", "size", "first_offset", "next_offset")
+
+    def __init__(self, chunks: list[Piece], size: int, first_offset: int, next_offset: int) -> None:
+        self.chunks = chunks
+        self.size = size
+        self.first_offset = first_offset
+        self.next_offset = next_offset
 
     @property
     def empty(self) -> bool:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["FileRegion", "OwnedDescriptor", "RegionTruncated", "read_pieces", "send_now"]
@@ -44,13 +43,15 @@ class OwnedDescriptor:
             os.close(descriptor)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class FileRegion:
     """``length`` bytes at ``position`` of ``file``: whole stored batches, as validated when appended."""
 
-    file: OwnedDescriptor
-    position: int
-    length: int
+    __slots__ = ("file", "position", "length")
+
+    def __init__(self, file: OwnedDescriptor, position: int, length: int) -> None:
+        self.file = file
+        self.position = position
+        self.length = length
 
     def __len__(self) -> int:
         return self.length

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Final
 
 from kafkalite.broker.core.log.region import FileRegion
@@ -37,7 +36,6 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-@dataclass(slots=True, eq=False)
 class SegmentRead:
     """What one segment contributed to a read.
 
@@ -45,11 +43,15 @@ class SegmentRead:
     bound was reached inside this one.
     """
 
-    buffers: list[Piece] = field(default_factory=list)
-    size: int = 0
-    first_offset: int = -1
-    next_offset: int = -1
-    stopped: bool = False
+    __slots__ = ("buffers", "size", "first_offset", "next_offset", "stopped")
+
+    def __init__(self, buffers: list[Piece] | None = None, size: int = 0, first_offset: int = -1,
+                 next_offset: int = -1, stopped: bool = False) -> None:
+        self.buffers: list[Piece] = [] if buffers is None else buffers
+        self.size = size
+        self.first_offset = first_offset
+        self.next_offset = next_offset
+        self.stopped = stopped
 
 
 class LogSegment(ABC):
