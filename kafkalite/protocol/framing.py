@@ -9,7 +9,6 @@ response always uses header v0 so a client can read it before versions are agree
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.protocol.exceptions import ProtocolError
@@ -68,12 +67,14 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return header_version
 
 
-@dataclass(slots=True, eq=False)
 class RequestFrame:
     """A request whose header is decoded and whose body is still bytes (``body`` onwards)."""
 
-    header: RequestHeader
-    body: Reader
+    __slots__ = ("header", "body")
+
+    def __init__(self, header: RequestHeader, body: Reader) -> None:
+        self.header = header
+        self.body = body
 
     @property
     def api_key(self) -> int:

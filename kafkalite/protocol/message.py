@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import builtins
 import struct
-from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -18,19 +17,43 @@ from kafkalite.protocol.primitives import Reader, Writer
 _M = TypeVar("_M", bound="Message")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class FieldSpec:
-    """What the schema says about one field of a generated class."""
+    """What the schema says about one field of a generated class: its Python attribute (``name``),
+    Kafka's name, its type ("int32", "string", "[]int32", "[]TopicData", "records", ...), its versions
+    ("0+", "3-5", "none") and, for a struct or array-of-struct field, the element class (``struct``).
 
-    name: str  # the Python attribute
+    Immutable, compared by identity. Written out rather than a dataclass, like the generated classes:
+    every message module's ``FIELDS`` makes these, and a frozen dataclass compiles four methods."""
+
+    __slots__ = ("name", "kafka_name", "type", "versions", "nullable_versions", "tag", "tagged_versions", "ignorable",
+                 "struct")
+
+    name: str
     kafka_name: str
-    type: str  # "int32", "string", "[]int32", "[]TopicData", "records", ...
-    versions: str  # "0+", "3-5", "none"
-    nullable_versions: str = "none"
-    tag: int | None = None
-    tagged_versions: str = "none"
-    ignorable: bool = False
-    struct: builtins.type[Struct] | None = None  # the element class of a struct or array-of-struct field
+    type: str
+    versions: str
+    nullable_versions: str
+    tag: int | None
+    tagged_versions: str
+    ignorable: bool
+    struct: builtins.type[Struct] | None
+
+    def __init__(self, name: str, kafka_name: str, type: str, versions: str, nullable_versions: str = "none",
+                 tag: int | None = None, tagged_versions: str = "none", ignorable: bool = False,
+                 struct: builtins.type[Struct] | None = None) -> None:
+        values = (name, kafka_name, type, versions, nullable_versions, tag, tagged_versions, ignorable, struct)
+        for field, value in zip(FieldSpec.__slots__, values, strict=True):
+            object.__setattr__(self, field, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{field}={getattr(self, field)!r}" for field in FieldSpec.__slots__)
+        return f"FieldSpec({fields})"
 
 
 class Struct:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -174,8 +173,13 @@ def test_the_storage_defaults_are_the_config_tables() -> None:
 
 
 def test_topic_settings_has_a_field_per_topic_key() -> None:
-    names = {field.name for field in dataclasses.fields(TopicConfig)}
-    assert names == {key.replace(".", "_") for key in TOPIC_KEYS}
+    names = {key.replace(".", "_") for key in TOPIC_KEYS}
+    assert set(TopicConfig.__slots__) == set(TopicConfig.__annotations__) == names
+    settings = BrokerConfig().topic_settings()
+    with pytest.raises(AttributeError):
+        settings.retention_ms = 0  # immutable: topics may share one
+    with pytest.raises(TypeError, match="retention_ms"):
+        TopicConfig(**{name: getattr(settings, name) for name in names - {"retention_ms"}})
 
 
 # topic config validation ------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -70,7 +69,6 @@ class ConfigError(KafkaError):
 _INTEGER_RANGES = {ConfigType.SHORT: 2**15, ConfigType.INT: 2**31, ConfigType.LONG: 2**63}
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class ConfigKey:
     """One known key: its type, default (a parsed value; None = no value), checks and documentation.
 
@@ -83,26 +81,55 @@ class ConfigKey:
     in ``synonyms``: ``(broker key, multiplier)`` pairs in precedence order; the first broker key that
     has a value, times its multiplier, is the default. ``inert`` says why a key kafkalite accepts has no
     effect here.
+
+    A key is immutable and compares by identity. It is a slotted class with its ``__init__`` written
+    out, not a dataclass: a start makes this class before its first answer, and a frozen dataclass
+    compiles four methods to make it.
     """
+
+    __slots__ = ("name", "type", "default", "doc", "at_least", "at_most", "valid", "ignore_case", "dynamic",
+                 "per_broker", "sensitive", "alias_of", "synonyms", "per_topic", "section", "kafka_default", "inert",
+                 "shipped")
 
     name: str
     type: ConfigType
     default: Any
     doc: str
-    at_least: float | None = None
-    at_most: float | None = None
-    valid: tuple[str, ...] | None = None  # allowed values (for a LIST: allowed items)
-    ignore_case: bool = False  # ``valid`` compared without case
-    dynamic: bool = False
-    per_broker: bool = False  # dynamic for one broker only, not as a cluster-wide default
-    sensitive: bool = False  # PASSWORD keys always are
-    alias_of: str | None = None
-    synonyms: tuple[tuple[str, int], ...] = ()
-    per_topic: bool = False  # a topic config (CreateTopics, AlterConfigs on a topic) rather than a broker key
-    section: str = ""  # its heading in the generated documentation
-    kafka_default: str | None = None  # Apache Kafka's default, where kafkalite's differs (``doc`` says why)
-    inert: str | None = None  # accepted for compatibility but without effect here, and why
-    shipped: bool = False  # set (to its default) in the shipped config/server.properties
+    at_least: float | None
+    at_most: float | None
+    valid: tuple[str, ...] | None  # allowed values (for a LIST: allowed items)
+    ignore_case: bool  # ``valid`` compared without case
+    dynamic: bool
+    per_broker: bool  # dynamic for one broker only, not as a cluster-wide default
+    sensitive: bool  # PASSWORD keys always are
+    alias_of: str | None
+    synonyms: tuple[tuple[str, int], ...]
+    per_topic: bool  # a topic config (CreateTopics, AlterConfigs on a topic) rather than a broker key
+    section: str  # its heading in the generated documentation
+    kafka_default: str | None  # Apache Kafka's default, where kafkalite's differs (``doc`` says why)
+    inert: str | None  # accepted for compatibility but without effect here, and why
+    shipped: bool  # set (to its default) in the shipped config/server.properties
+
+    def __init__(self, name: str, type: ConfigType, default: Any, doc: str, at_least: float | None = None,
+                 at_most: float | None = None, valid: tuple[str, ...] | None = None, ignore_case: bool = False,
+                 dynamic: bool = False, per_broker: bool = False, sensitive: bool = False,
+                 alias_of: str | None = None, synonyms: tuple[tuple[str, int], ...] = (), per_topic: bool = False,
+                 section: str = "", kafka_default: str | None = None, inert: str | None = None,
+                 shipped: bool = False) -> None:
+        values = (name, type, default, doc, at_least, at_most, valid, ignore_case, dynamic, per_broker, sensitive,
+                  alias_of, synonyms, per_topic, section, kafka_default, inert, shipped)
+        for field, value in zip(ConfigKey.__slots__, values, strict=True):
+            object.__setattr__(self, field, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{field}={getattr(self, field)!r}" for field in ConfigKey.__slots__)
+        return f"ConfigKey({fields})"
 
     @property
     def update_mode(self) -> str:
@@ -175,9 +202,8 @@ def section_table(per_topic: bool, *items: str | ConfigKey) -> tuple[ConfigKey, 
     PASSWORD keys are marked sensitive.
 
     The keys are the table's own, made for it a line above and seen by nothing else yet, so their
-    section fields are filled in place (``object.__setattr__``, as a frozen dataclass's own
-    ``__post_init__`` would) rather than copied with ``dataclasses.replace``, which costs a whole
-    ``__init__`` per key at every start."""
+    section fields are filled in place (``object.__setattr__``, as their ``__init__`` does) rather than
+    copied, which would cost a whole ``__init__`` per key at every start."""
     section = ""
     keys: list[ConfigKey] = []
     for item in items:
