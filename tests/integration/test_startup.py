@@ -99,8 +99,9 @@ def test_starts_and_answers_api_versions(fresh_broker: Callable[..., BrokerProce
 
 # What a bare start loads: the code of APIs no client asked for stays on disk.
 NOT_IMPORTED_BY_A_BARE_START = (
-    "kafkalite.broker.core.group", "kafkalite.broker.core.share.manager", "kafkalite.broker.core.txn.coordinator",
-    "kafkalite.broker.core.txn.state", "kafkalite.broker.security",
+    "kafkalite.broker.core.group", "kafkalite.broker.core.share.manager",
+    "kafkalite.broker.core.txn",  # the whole transaction room, producer ids included
+    "kafkalite.broker.security",
     "kafkalite.broker.admin", "kafkalite.client", "kafkalite.cli.app", "click",
     # the config keys of what a single node does not do, and DescribeConfigs' rows (kafkalite.broker.config.table)
     "kafkalite.broker.config.kafka_keys", "kafkalite.broker.config.entries", "difflib",

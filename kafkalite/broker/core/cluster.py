@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING
 from kafkalite.broker.config import BrokerConfig, read_properties
 from kafkalite.broker.core.coordinator_log import (
     OFFSETS_TOPIC,
+    PRODUCER_ID_FILE,
     SHARE_GROUP_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC,
     CoordinatorLog,
@@ -67,7 +68,6 @@ from kafkalite.broker.core.dynamic_configs import DynamicConfigs
 from kafkalite.broker.core.log.files import OpenFiles
 from kafkalite.broker.core.log.manager import LogManager
 from kafkalite.broker.core.topics import TopicManager, log_config
-from kafkalite.broker.core.txn.producer_ids import PRODUCER_ID_FILE
 from kafkalite.broker.limits import segment_file_budget
 
 if TYPE_CHECKING:

@@ -28,12 +28,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkalite.coordinator_log")
 
-__all__ = ["CoordinatorLog", "OFFSETS_TOPIC", "SHARE_GROUP_STATE_TOPIC", "TRANSACTION_STATE_TOPIC", "java_string_hash",
-           "partition_for"]
+__all__ = ["PRODUCER_ID_FILE", "CoordinatorLog", "OFFSETS_TOPIC", "SHARE_GROUP_STATE_TOPIC", "TRANSACTION_STATE_TOPIC",
+           "java_string_hash", "partition_for"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+# The transaction room's one durable file beside its topic: the producer id block (txn/producer_ids.py).
+# Named here, so that a start can see whether that room has state to open without importing it.
+PRODUCER_ID_FILE = "producer-id-block"
 
 _REPLAY_CHUNK = 4 * 1024 * 1024
 

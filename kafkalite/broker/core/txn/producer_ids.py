@@ -16,12 +16,13 @@ import os
 from pathlib import Path
 from typing import Final
 
+from kafkalite.broker.core.coordinator_log import PRODUCER_ID_FILE
+
 log = logging.getLogger("kafkalite.producer_ids")
 
 __all__ = ["BLOCK_SIZE", "PRODUCER_ID_FILE", "ProducerIdAllocator"]
 
 BLOCK_SIZE: Final = 1000
-PRODUCER_ID_FILE: Final = "producer-id-block"
 _LONG_MAX: Final = 2**63 - 1
 
 
