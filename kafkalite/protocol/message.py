@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import struct
 from operator import attrgetter
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Final, Self, TypeVar
 
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.primitives import Reader, Writer
@@ -22,34 +22,35 @@ class FieldSpec:
     Kafka's name, its type ("int32", "string", "[]int32", "[]TopicData", "records", ...), its versions
     ("0+", "3-5", "none") and, for a struct or array-of-struct field, the element class (``struct``).
 
-    Immutable, compared by identity. Written out rather than a dataclass, like the generated classes:
-    every message module's ``FIELDS`` makes these, and a frozen dataclass compiles four methods."""
+    Read-only (``Final``), compared by identity. Written out rather than a frozen dataclass, like the
+    generated classes: every message module's ``FIELDS`` makes these, and a frozen dataclass
+    compiles four methods to make the class and sets each field through ``object.__setattr__``."""
 
     __slots__ = ("name", "kafka_name", "type", "versions", "nullable_versions", "tag", "tagged_versions", "ignorable",
                  "struct")
 
-    name: str
-    kafka_name: str
-    type: str
-    versions: str
-    nullable_versions: str
-    tag: int | None
-    tagged_versions: str
-    ignorable: bool
-    struct: builtins.type[Struct] | None
+    name: Final[str]
+    kafka_name: Final[str]
+    type: Final[str]
+    versions: Final[str]
+    nullable_versions: Final[str]
+    tag: Final[int | None]
+    tagged_versions: Final[str]
+    ignorable: Final[bool]
+    struct: Final[builtins.type[Struct] | None]
 
     def __init__(self, name: str, kafka_name: str, type: str, versions: str, nullable_versions: str = "none",
                  tag: int | None = None, tagged_versions: str = "none", ignorable: bool = False,
                  struct: builtins.type[Struct] | None = None) -> None:
-        values = (name, kafka_name, type, versions, nullable_versions, tag, tagged_versions, ignorable, struct)
-        for field, value in zip(FieldSpec.__slots__, values, strict=True):
-            object.__setattr__(self, field, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        self.name = name
+        self.kafka_name = kafka_name
+        self.type = type
+        self.versions = versions
+        self.nullable_versions = nullable_versions
+        self.tag = tag
+        self.tagged_versions = tagged_versions
+        self.ignorable = ignorable
+        self.struct = struct
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{field}={getattr(self, field)!r}" for field in FieldSpec.__slots__)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from enum import IntEnum
-from typing import Any
+from typing import Any, Final
 
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 
@@ -82,33 +82,34 @@ class ConfigKey:
     has a value, times its multiplier, is the default. ``inert`` says why a key kafkalite accepts has no
     effect here.
 
-    A key is immutable and compares by identity. It is a slotted class with its ``__init__`` written
-    out, not a dataclass: a start makes this class before its first answer, and a frozen dataclass
-    compiles four methods to make it.
+    A key is read-only (``Final``: the type checker refuses an assignment) and compares by identity.
+    It is a slotted class with its ``__init__`` written out, not a frozen dataclass: a start makes
+    this class and 185 keys before its first answer, and a frozen dataclass compiles four methods to
+    make the class and sets each field of each key through ``object.__setattr__``.
     """
 
     __slots__ = ("name", "type", "default", "doc", "at_least", "at_most", "valid", "ignore_case", "dynamic",
                  "per_broker", "sensitive", "alias_of", "synonyms", "per_topic", "section", "kafka_default", "inert",
                  "shipped")
 
-    name: str
-    type: ConfigType
-    default: Any
-    doc: str
-    at_least: float | None
-    at_most: float | None
-    valid: tuple[str, ...] | None  # allowed values (for a LIST: allowed items)
-    ignore_case: bool  # ``valid`` compared without case
-    dynamic: bool
-    per_broker: bool  # dynamic for one broker only, not as a cluster-wide default
-    sensitive: bool  # PASSWORD keys always are
-    alias_of: str | None
-    synonyms: tuple[tuple[str, int], ...]
-    per_topic: bool  # a topic config (CreateTopics, AlterConfigs on a topic) rather than a broker key
-    section: str  # its heading in the generated documentation
-    kafka_default: str | None  # Apache Kafka's default, where kafkalite's differs (``doc`` says why)
-    inert: str | None  # accepted for compatibility but without effect here, and why
-    shipped: bool  # set (to its default) in the shipped config/server.properties
+    name: Final[str]
+    type: Final[ConfigType]
+    default: Final[Any]
+    doc: Final[str]
+    at_least: Final[float | None]
+    at_most: Final[float | None]
+    valid: Final[tuple[str, ...] | None]  # allowed values (for a LIST: allowed items)
+    ignore_case: Final[bool]  # ``valid`` compared without case
+    dynamic: Final[bool]
+    per_broker: Final[bool]  # dynamic for one broker only, not as a cluster-wide default
+    sensitive: Final[bool]  # PASSWORD keys always are
+    alias_of: Final[str | None]
+    synonyms: Final[tuple[tuple[str, int], ...]]
+    per_topic: Final[bool]  # a topic config (CreateTopics, AlterConfigs on a topic) rather than a broker key
+    section: Final[str]  # its heading in the generated documentation
+    kafka_default: Final[str | None]  # Apache Kafka's default, where kafkalite's differs (``doc`` says why)
+    inert: Final[str | None]  # accepted for compatibility but without effect here, and why
+    shipped: Final[bool]  # set (to its default) in the shipped config/server.properties
 
     def __init__(self, name: str, type: ConfigType, default: Any, doc: str, at_least: float | None = None,
                  at_most: float | None = None, valid: tuple[str, ...] | None = None, ignore_case: bool = False,
@@ -116,16 +117,24 @@ class ConfigKey:
                  alias_of: str | None = None, synonyms: tuple[tuple[str, int], ...] = (), per_topic: bool = False,
                  section: str = "", kafka_default: str | None = None, inert: str | None = None,
                  shipped: bool = False) -> None:
-        values = (name, type, default, doc, at_least, at_most, valid, ignore_case, dynamic, per_broker, sensitive,
-                  alias_of, synonyms, per_topic, section, kafka_default, inert, shipped)
-        for field, value in zip(ConfigKey.__slots__, values, strict=True):
-            object.__setattr__(self, field, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
+        self.name = name
+        self.type = type
+        self.default = default
+        self.doc = doc
+        self.at_least = at_least
+        self.at_most = at_most
+        self.valid = valid
+        self.ignore_case = ignore_case
+        self.dynamic = dynamic
+        self.per_broker = per_broker
+        self.sensitive = sensitive
+        self.alias_of = alias_of
+        self.synonyms = synonyms
+        self.per_topic = per_topic
+        self.section = section
+        self.kafka_default = kafka_default
+        self.inert = inert
+        self.shipped = shipped
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{field}={getattr(self, field)!r}" for field in ConfigKey.__slots__)
@@ -202,8 +211,8 @@ def section_table(per_topic: bool, *items: str | ConfigKey) -> tuple[ConfigKey, 
     PASSWORD keys are marked sensitive.
 
     The keys are the table's own, made for it a line above and seen by nothing else yet, so their
-    section fields are filled in place (``object.__setattr__``, as their ``__init__`` does) rather than
-    copied, which would cost a whole ``__init__`` per key at every start."""
+    section fields are filled in place (``object.__setattr__``: they are ``Final`` to everyone else)
+    rather than copied, which would cost a whole ``__init__`` per key at every start."""
     section = ""
     keys: list[ConfigKey] = []
     for item in items:
