@@ -54,7 +54,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafkalite.broker.config import BrokerConfig, read_properties
 from kafkalite.broker.core.coordinator_log import (
@@ -94,6 +94,10 @@ class Endpoint:
     """An advertised listener: what Metadata and FindCoordinator tell clients to connect to."""
 
     __slots__ = ("name", "host", "port")
+
+    name: Final[str]
+    host: Final[str]
+    port: Final[int]
 
     def __init__(self, name: str, host: str, port: int) -> None:
         self.name = name  # "PLAINTEXT"

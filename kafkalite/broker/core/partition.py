@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafkalite.broker.config import TOPIC_KEYS, TopicConfig
 from kafkalite.broker.core.log.background import Background
@@ -116,6 +116,10 @@ class AppendInfo:
 
     __slots__ = ("base_offset", "log_append_time", "log_start_offset")
 
+    base_offset: Final[int]
+    log_append_time: Final[int]
+    log_start_offset: Final[int]
+
     def __init__(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
         self.base_offset = base_offset
         self.log_append_time = log_append_time
@@ -150,6 +154,10 @@ class AppendedBatch:
     while it was told of the append (that batch's buffer may be a request's, reused afterwards)."""
 
     __slots__ = ("records", "base_offset", "last_offset")
+
+    records: Final[bytes]
+    base_offset: Final[int]
+    last_offset: Final[int]
 
     def __init__(self, records: bytes, base_offset: int, last_offset: int) -> None:
         self.records = records

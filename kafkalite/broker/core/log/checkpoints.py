@@ -119,6 +119,14 @@ class CheckpointPlan:
     __slots__ = ("root", "recovery_points", "log_start_offsets", "cleaner_offsets", "write_cleaner_offsets",
                  "write_recovery_points", "write_log_start_offsets")
 
+    root: Final[Path]
+    recovery_points: Final[dict[TopicPartition, int]]
+    log_start_offsets: Final[dict[TopicPartition, int]]
+    cleaner_offsets: Final[dict[TopicPartition, int]]
+    write_cleaner_offsets: Final[bool]
+    write_recovery_points: Final[bool]
+    write_log_start_offsets: Final[bool]
+
     def __init__(self, root: Path, recovery_points: dict[TopicPartition, int],
                  log_start_offsets: dict[TopicPartition, int], cleaner_offsets: dict[TopicPartition, int],
                  write_cleaner_offsets: bool, write_recovery_points: bool = True,

@@ -78,6 +78,11 @@ class _BatchSpan:
 
     __slots__ = ("position", "base_offset", "last_offset", "size")
 
+    position: Final[int]
+    base_offset: Final[int]
+    last_offset: Final[int]
+    size: Final[int]
+
     def __init__(self, position: int, base_offset: int, last_offset: int, size: int) -> None:
         self.position = position
         self.base_offset = base_offset
@@ -124,6 +129,10 @@ class RecoveryOutcome:
     """What scanning a segment found: how many bytes were valid and why the rest (if any) was cut."""
 
     __slots__ = ("valid_bytes", "truncated_bytes", "reason")
+
+    valid_bytes: Final[int]
+    truncated_bytes: Final[int]
+    reason: Final[str | None]
 
     def __init__(self, valid_bytes: int, truncated_bytes: int, reason: str | None) -> None:
         self.valid_bytes = valid_bytes

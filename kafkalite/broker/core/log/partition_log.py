@@ -149,6 +149,11 @@ class AppendResult:
 
     __slots__ = ("base_offset", "last_offset", "segment_base_offset", "position")
 
+    base_offset: Final[int]
+    last_offset: Final[int]
+    segment_base_offset: Final[int]
+    position: Final[int]
+
     def __init__(self, base_offset: int, last_offset: int, segment_base_offset: int, position: int) -> None:
         self.base_offset = base_offset
         self.last_offset = last_offset
@@ -166,6 +171,11 @@ class ReadResult:
     """
 
     __slots__ = ("chunks", "size", "first_offset", "next_offset")
+
+    chunks: Final[list[Piece]]
+    size: Final[int]
+    first_offset: Final[int]
+    next_offset: Final[int]
 
     def __init__(self, chunks: list[Piece], size: int, first_offset: int, next_offset: int) -> None:
         self.chunks = chunks

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["FileRegion", "OwnedDescriptor", "RegionTruncated", "read_pieces", "send_now"]
 
@@ -47,6 +47,10 @@ class FileRegion:
     """``length`` bytes at ``position`` of ``file``: whole stored batches, as validated when appended."""
 
     __slots__ = ("file", "position", "length")
+
+    file: Final[OwnedDescriptor]
+    position: Final[int]
+    length: Final[int]
 
     def __init__(self, file: OwnedDescriptor, position: int, length: int) -> None:
         self.file = file
