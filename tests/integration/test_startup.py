@@ -115,6 +115,7 @@ NOT_IMPORTED_BY_A_BARE_START = (
     "kafkalite.protocol.legacy_records",  # magic 0/1 batches, on the first one
     "kafkalite.protocol.decoded_records",  # Record and EndTransactionMarker, on the first record or marker decoded
     "shutil", "bz2", "lzma",  # (shutil imports both) removing a partition's files is not a start's work
+    "importlib.util",  # (protocol/_crc32c.py loads the CRC-32C extension with importlib.machinery)
 )
 
 

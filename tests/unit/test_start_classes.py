@@ -49,7 +49,9 @@ def test_the_dataclasses_of_a_start_compare_by_value_only_where_something_compar
 
 def test_a_start_and_its_first_requests_leave_what_they_do_not_use_unimported() -> None:
     """The memory logs (log.storage=memory), magic 0/1 batches, decoded records and transaction markers
-    (appends and reads move batches as bytes) and zlib (the first gzip batch) wait for their first use."""
+    (appends and reads move batches as bytes) and zlib (the first gzip batch) wait for their first use;
+    the transaction room waits for the first transactional request or stored transaction state, and
+    the CRC-32C extension is loaded without importlib.util."""
     lines = fresh(
         "import importlib, sys\n"
         f"for name in {START_IMPORTS + FIRST_REQUESTS!r}:\n"
@@ -57,7 +59,8 @@ def test_a_start_and_its_first_requests_leave_what_they_do_not_use_unimported() 
         "print(*sorted(sys.modules), sep='\\n')\n")
     assert "kafkalite.broker.core.log.disk" in lines
     for name in ("kafkalite.broker.core.log.memory", "kafkalite.protocol.legacy_records",
-                 "kafkalite.protocol.decoded_records", "zlib"):
+                 "kafkalite.protocol.decoded_records", "zlib", "kafkalite.broker.core.txn.producer_ids",
+                 "importlib.util"):
         assert name not in lines, name
 
 
