@@ -173,7 +173,7 @@ def _keys_from_environ(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 _reported_unknown: set[str] = set()
-_LISTENER_PREFIX = re.compile(r"^listener\.name\.[^.]+\.")
+_LISTENER_PREFIX = r"^listener\.name\.[^.]+\."  # compiled by re.sub on the first unknown key
 
 
 def _warn_unknown(key: str) -> None:
@@ -183,7 +183,7 @@ def _warn_unknown(key: str) -> None:
     import difflib
 
     broker_keys = all_broker_keys()
-    base = _LISTENER_PREFIX.sub("", key)
+    base = re.sub(_LISTENER_PREFIX, "", key)
     if base != key and (base in broker_keys or base.startswith(("sasl.", "ssl.", "plain.", "scram-", "oauthbearer."))):
         return
     nearest = difflib.get_close_matches(key, broker_keys, n=1, cutoff=0.8)

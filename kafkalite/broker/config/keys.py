@@ -237,13 +237,17 @@ def index_keys(keys: Iterable[ConfigKey]) -> dict[str, ConfigKey]:
     return table
 
 
-LISTENER_PREFIX = re.compile(r"^listener\.name\.([^.]*)\.(.+)$")
+# Matched with re.match, which compiles it on the first listener-prefixed key and caches it: a start
+# whose keys are all known never compiles it.
+LISTENER_PREFIX = r"^listener\.name\.([^.]*)\.(.+)$"
 
 
 def listener_base_key(name: str) -> tuple[str, str] | None:
     """``listener.name.internal.ssl.keystore.location`` -> ``("internal", "ssl.keystore.location")``;
     None for a key without the listener prefix."""
-    match = LISTENER_PREFIX.match(name)
+    if not name.startswith("listener.name."):
+        return None
+    match = re.match(LISTENER_PREFIX, name)
     return None if match is None else (match.group(1), match.group(2))
 
 
