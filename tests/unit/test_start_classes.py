@@ -21,9 +21,9 @@ FIRST_REQUESTS = ("kafkalite.broker.handlers.metadata", "kafkalite.broker.handle
                   "kafkalite.broker.handlers.fetch")
 
 # compared somewhere: listeners (serve.py moves the first one to --port), the registry's table rows (a
-# handler's @handles against SERVED), log configs, aborted transactions (a set of them)
+# handler's @handles against SERVED), log configs (aborted transactions, a set of them, wait for the first abort)
 COMPARED = ["kafkalite.broker.config.broker_config.Listener", "kafkalite.broker.core.log.partition_log.LogConfig",
-            "kafkalite.broker.core.log.txn_index.AbortedTxn", "kafkalite.broker.handlers.registry.ServedApi"]
+            "kafkalite.broker.handlers.registry.ServedApi"]
 
 
 def fresh(script: str) -> list[str]:
@@ -50,8 +50,9 @@ def test_the_dataclasses_of_a_start_compare_by_value_only_where_something_compar
 def test_a_start_and_its_first_requests_leave_what_they_do_not_use_unimported() -> None:
     """The memory logs (log.storage=memory), magic 0/1 batches, decoded records and transaction markers
     (appends and reads move batches as bytes) and zlib (the first gzip batch) wait for their first use;
-    the transaction room waits for the first transactional request or stored transaction state, and
-    the CRC-32C extension is loaded without importlib.util."""
+    the transaction room waits for the first transactional request or stored transaction state, the
+    AbortedTxn class for the first abort written or read, and the CRC-32C extension is loaded without
+    importlib.util."""
     lines = fresh(
         "import importlib, sys\n"
         f"for name in {START_IMPORTS + FIRST_REQUESTS!r}:\n"
@@ -60,7 +61,7 @@ def test_a_start_and_its_first_requests_leave_what_they_do_not_use_unimported() 
     assert "kafkalite.broker.core.log.disk" in lines
     for name in ("kafkalite.broker.core.log.memory", "kafkalite.protocol.legacy_records",
                  "kafkalite.protocol.decoded_records", "zlib", "kafkalite.broker.core.txn.producer_ids",
-                 "importlib.util"):
+                 "kafkalite.broker.core.log.aborted", "importlib.util"):
         assert name not in lines, name
 
 

@@ -64,7 +64,6 @@ from kafkalite.broker.core.log.partition_log import PartitionLog, wall_clock_ms
 from kafkalite.broker.core.log.producer_state import ProducerStateManager
 from kafkalite.broker.core.log.region import FileRegion
 from kafkalite.broker.core.log.segment import Piece
-from kafkalite.broker.core.log.txn_index import AbortedTxn
 from kafkalite.protocol.compression import Compression
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
@@ -79,6 +78,7 @@ from kafkalite.protocol.records import (
 )
 
 if TYPE_CHECKING:
+    from kafkalite.broker.core.log.aborted import AbortedTxn
     from kafkalite.protocol.records import Record
 
 log = logging.getLogger("kafkalite.partition")

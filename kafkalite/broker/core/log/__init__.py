@@ -5,7 +5,8 @@ both engines share), ``segment`` (``LogSegment``), ``index`` (the ``.index`` and
 ``disk`` (``DiskLog`` and ``FileSegment``), ``memory`` (``MemoryLog``), ``manager`` (``LogManager``: every
 log of the log directories, their checkpoints, periodic work, moves between directories),
 ``producer_state`` (idempotent and transactional producers per partition), ``txn_index``
-(aborted transactions per segment) and ``background`` (blocking file work, off the event loop).
+(aborted transactions per segment; ``aborted``: the ``AbortedTxn`` class, made on the first abort
+written or read) and ``background`` (blocking file work, off the event loop).
 Nothing here knows about topics, groups or the network.
 
 Theory of operation

@@ -51,10 +51,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from kafkalite.broker.core.log.aborted import AbortedTxn
 from kafkalite.broker.core.log.background import Background
 from kafkalite.broker.core.log.partition_log import PendingFlush, SegmentedLog
 from kafkalite.broker.core.log.segment import INT32_MAX, LogSegment
-from kafkalite.broker.core.log.txn_index import AbortedTxn
 from kafkalite.protocol.exceptions import CorruptRecordError
 from kafkalite.protocol.records import (
     ControlRecordType,

@@ -57,13 +57,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from kafkalite.broker.core.log.txn_index import AbortedTransactionIndex, AbortedTxn, sync_files
+from kafkalite.broker.core.log.txn_index import AbortedTransactionIndex, sync_files
 from kafkalite.protocol._crc32c import crc32c
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import CorruptRecordError
 from kafkalite.protocol.records import ControlRecordType, RecordBatch, iter_batches
 
 if TYPE_CHECKING:
+    from kafkalite.broker.core.log.aborted import AbortedTxn
     from kafkalite.broker.core.log.partition_log import PartitionLog
 
 log = logging.getLogger("kafkalite.producer_state")
@@ -266,6 +267,8 @@ class ProducerStateManager:
         self._first_unstable = min(self._open_txns.values()) if self._open_txns else None
         if committed:
             return None
+        from kafkalite.broker.core.log.aborted import AbortedTxn  # the first abort: the class is made now
+
         aborted = AbortedTxn(producer_id, first_offset, offset,
                              offset + 1 if self._first_unstable is None else self._first_unstable)
         self.aborted.append(aborted, segment_base_offset)

@@ -5,13 +5,13 @@ Theory of operation
 A transaction that ends with an ABORT marker leaves its records in the log; a read_committed
 consumer drops them with the help of the Fetch response's ``aborted_transactions`` list (producer
 id and first offset of every aborted transaction overlapping the fetched range). This index keeps
-one :class:`AbortedTxn` per aborted transaction: the producer id, the first offset of the
-transaction in this partition, the offset of its ABORT marker (``last_offset``) and the last
-stable offset just after the marker was written. Entries arrive in marker order, so they are sorted
-by ``last_offset``; :meth:`AbortedTransactionIndex.collect` finds the first one ending at or after
-the fetch offset by bisection and walks forward until an entry's last stable offset reaches the
-upper bound of the fetch (no later abort can start below that bound), as Kafka's
-``TransactionIndex.collectAbortedTxns`` does.
+one :class:`~kafkalite.broker.core.log.aborted.AbortedTxn` per aborted transaction: the producer
+id, the first offset of the transaction in this partition, the offset of its ABORT marker
+(``last_offset``) and the last stable offset just after the marker was written. Entries arrive in
+marker order, so they are sorted by ``last_offset``; :meth:`AbortedTransactionIndex.collect` finds
+the first one ending at or after the fetch offset by bisection and walks forward until an entry's
+last stable offset reaches the upper bound of the fetch (no later abort can start below that
+bound), as Kafka's ``TransactionIndex.collectAbortedTxns`` does.
 
 On disk (with a data directory) the entries are kept like Kafka's ``.txnindex`` files: one file per
 log segment, named after the segment's base offset (``<20 digits>.txnindex``), holding the entries
@@ -34,27 +34,19 @@ import os
 import struct
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from kafkalite.broker.core.log.aborted import AbortedTxn
 
 log = logging.getLogger("kafkalite.txn_index")
 
-__all__ = ["AbortedTxn", "AbortedTransactionIndex", "TXN_INDEX_SUFFIX"]
+__all__ = ["AbortedTransactionIndex", "TXN_INDEX_SUFFIX"]
 
 TXN_INDEX_SUFFIX: Final = ".txnindex"
 _ENTRY: Final = struct.Struct(">hqqqq")  # version, producer id, first offset, last offset, last stable offset
 _VERSION: Final = 0
-
-
-@dataclass(frozen=True, slots=True)
-class AbortedTxn:
-    """An aborted transaction in one partition: its first offset and the offset of its ABORT marker."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    last_stable_offset: int
 
 
 class AbortedTransactionIndex:
@@ -96,6 +88,8 @@ class AbortedTransactionIndex:
             if int(stem) not in live:
                 path.unlink(missing_ok=True)
                 continue
+            from kafkalite.broker.core.log.aborted import AbortedTxn  # the first file of aborts read
+
             data = path.read_bytes()
             kept: list[AbortedTxn] = []
             dropped = len(data) % _ENTRY.size != 0
@@ -143,6 +137,8 @@ class AbortedTransactionIndex:
         self._last_offsets[:] = [entry.last_offset for entry in kept]
         if self.directory is None:
             return
+        from kafkalite.broker.core.log.aborted import AbortedTxn
+
         for path in sorted(self.directory.glob("*" + TXN_INDEX_SUFFIX)):
             data = path.read_bytes()
             stored = [AbortedTxn(*_ENTRY.unpack_from(data, position)[1:])
