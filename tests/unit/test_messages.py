@@ -161,3 +161,21 @@ def test_api_versions_response_and_metadata_request_defaults() -> None:
 def test_version_out_of_range_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError):
         ProduceRequest.decode(b"", 99)
+
+
+def test_the_package_stub_declares_each_class_the_package_serves() -> None:
+    """Type checkers read the package's names from ``messages/__init__.pyi``; the module itself imports
+    each class on first use. Both list the same classes, under the name each module defines."""
+    import ast
+    from pathlib import Path
+
+    import kafkalite.protocol.messages as messages
+
+    stub = ast.parse(Path(messages.__file__).with_suffix(".pyi").read_text(encoding="utf-8"))
+    declared = {alias.asname: (node.module, alias.name) for node in stub.body if isinstance(node, ast.ImportFrom)
+                and node.module is not None and node.module.startswith("kafkalite.protocol.messages.")
+                for alias in node.names}
+    assert set(declared) == set(messages._MODULES) == set(messages.__all__) - {"API_NAMES", "REQUESTS", "RESPONSES"}
+    for name, (module, defined) in declared.items():
+        assert (module, defined) == (f"kafkalite.protocol.messages.{messages._MODULES[name]}", name)
+        assert getattr(messages, name).__name__ == name
