@@ -1,9 +1,12 @@
-"""What the modules of a start cost to import: which dataclasses compare by value, which modules wait.
+"""What the modules of a start cost to import: which dataclasses a start builds, which modules wait.
 
-Making a dataclass executes the source of each method it generates; on the start path that is most
-of what importing the broker costs beyond its own code. A class that nothing compares or hashes is
-declared ``eq=False`` (two methods fewer for a frozen one), so the value comparisons a start keeps
-are the ones listed here. Each check runs in a fresh interpreter that imports what a bare start does."""
+Making a dataclass executes the source of each method it generates (four or more for a frozen one,
+and ``slots=True`` makes the class twice); on the start path that was most of what importing the
+broker cost beyond its own code. In the codec, the config room and core, a start's classes that
+nothing compares, hashes or copies with ``dataclasses.replace`` are plain slotted classes with their
+``__init__`` written out (fields ``Final`` where they were frozen), so the dataclasses a start builds
+there are the values listed here; elsewhere a class that nothing compares is declared ``eq=False``.
+Each check runs in a fresh interpreter that imports what a bare start does."""
 
 from __future__ import annotations
 
@@ -45,6 +48,25 @@ def test_the_dataclasses_of_a_start_compare_by_value_only_where_something_compar
         "                    and value.__dataclass_params__.eq):\n"
         "                print(f'{name}.{value.__qualname__}')\n")
     assert sorted(lines) == sorted(COMPARED), "a new dataclass of the start path that nothing compares: eq=False"
+
+
+# the only dataclasses a start builds in the codec, the config room and core: values compared somewhere
+# (listeners by serve.py, log configs by the storage-default check and replaced by the log tests)
+BUILT_IN_THE_LOWER_ROOMS = ["kafkalite.broker.config.broker_config.Listener",
+                            "kafkalite.broker.core.log.partition_log.LogConfig"]
+
+
+def test_a_start_builds_no_dataclass_in_the_codec_config_or_core_but_the_compared_values() -> None:
+    lines = fresh(
+        "import dataclasses, importlib, sys\n"
+        f"for name in {START_IMPORTS + FIRST_REQUESTS!r}:\n"
+        "    importlib.import_module(name)\n"
+        "for name, module in sorted(sys.modules.items()):\n"
+        "    if name.startswith(('kafkalite.protocol.', 'kafkalite.broker.config.', 'kafkalite.broker.core.')):\n"
+        "        for value in vars(module).values():\n"
+        "            if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value):\n"
+        "                print(f'{name}.{value.__qualname__}')\n")
+    assert sorted(lines) == BUILT_IN_THE_LOWER_ROOMS, "a class nothing compares: a slotted class with an __init__"
 
 
 def test_a_start_and_its_first_requests_leave_what_they_do_not_use_unimported() -> None:
