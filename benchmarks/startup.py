@@ -27,8 +27,10 @@ with the cyclic collector off, as ``kafkalite serve`` has it: the broker's own s
 without the noise of a process's start, its disk writes and its stop. ``--admin`` adds, in each
 round and for each checkout, a start with ``admin.listener`` on another free loopback port: the same
 figures, then how long after the exec its admin endpoint answered ``GET /v1/broker`` (asked once the
-Kafka requests are answered, so never sooner than the Fetch). Nothing is asserted; the broker is
-stopped by its PID after each run.
+Kafka requests are answered, so never sooner than the Fetch), and the longest ApiVersions round trip
+of the same Kafka connection meanwhile (one every 5 ms, from a second thread): what a client
+busy with the broker while the endpoint starts would wait at worst. Nothing is asserted; the broker
+is stopped by its PID after each run.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -160,6 +163,7 @@ class Start:
         nan = float("nan")
         self.accepted = self.answered = self.metadata = self.produced = self.fetched = self.cpu = nan
         self.admin = nan  # when the admin endpoint answered (with --admin)
+        self.longest = nan  # the longest ApiVersions round trip until then
         self.errors = ""
 
 
@@ -178,6 +182,16 @@ def admin_answer(port: int, deadline: float) -> bool:
             continue
         return answer.startswith(b"HTTP/1.1 200")
     return False
+
+
+def ping(connection: socket.socket, pinging: threading.Event, round_trips: list[float]) -> None:
+    """ApiVersions round trips on ``connection``, one every 5 ms, while ``pinging`` is set."""
+    while pinging.is_set():
+        began = time.perf_counter()
+        connection.sendall(REQUEST)
+        _read_frame(connection)
+        round_trips.append(time.perf_counter() - began)
+        time.sleep(0.005)  # pacing: the broker answers few enough that its CPU figure moves little
 
 
 def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None, admin: bool = False) -> Start:
@@ -221,8 +235,19 @@ def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None, ad
                 if error != 0 or size == 0:
                     break
                 start.fetched = time.perf_counter() - started
-            if admin and admin_answer(admin_port, deadline):
-                start.admin = time.perf_counter() - started
+                if admin:
+                    pinging = threading.Event()
+                    round_trips: list[float] = []
+                    pinger = threading.Thread(target=ping, args=(connection, pinging, round_trips))
+                    pinging.set()
+                    pinger.start()
+                    try:
+                        if admin_answer(admin_port, deadline):
+                            start.admin = time.perf_counter() - started
+                    finally:
+                        pinging.clear()
+                        pinger.join()
+                    start.longest = max(round_trips, default=0.0)
             break
     finally:
         process.terminate()
@@ -278,7 +303,7 @@ def main() -> None:
         # each checkout, then (--admin) each with the admin endpoint on
         starts = [(label, env, cwd, False) for label, env, cwd in sides]
         starts += [(f"{label} +admin", env, cwd, True) for label, env, cwd in sides] if a.admin else []
-        results: dict[str, tuple[list[float], ...]] = {label: ([], [], [], [], [], [], [])
+        results: dict[str, tuple[list[float], ...]] = {label: ([], [], [], [], [], [], [], [])
                                                        for label, _, _, _ in starts}
         floors: tuple[list[float], list[float]] = ([], [])
         imports: dict[str, list[float]] = {label: [] for label, _, _ in sides}
@@ -292,7 +317,7 @@ def main() -> None:
             for label, env, cwd, admin in starts:
                 start = one_start(env, cwd, admin=admin)
                 figures = (start.accepted, start.answered, start.metadata, start.produced, start.fetched, start.cpu,
-                           start.admin if admin else 0.0)
+                           start.admin if admin else 0.0, start.longest if admin else 0.0)
                 if any(value != value for value in figures):  # NaN: a step was not answered
                     print(f"{label} run {run + 1}: a request went unanswered; the broker said: "
                           f"{start.errors[-500:]}")
@@ -303,7 +328,8 @@ def main() -> None:
                       f"ApiVersions after {start.answered * 1000:.0f}, Metadata {start.metadata * 1000:.0f}, "
                       f"Produce {start.produced * 1000:.0f}, Fetch {start.fetched * 1000:.0f} ms, "
                       f"CPU {start.cpu * 1000:.0f} ms"
-                      + (f", admin endpoint {start.admin * 1000:.0f} ms" if admin else ""))
+                      + (f", admin endpoint {start.admin * 1000:.0f} ms (longest ApiVersions round trip "
+                         f"meanwhile {start.longest * 1000:.1f} ms)" if admin else ""))
             if a.imports:
                 for label, env, cwd in sides:
                     imports[label].append(one_import(env, cwd) * 1000)
@@ -311,12 +337,13 @@ def main() -> None:
         print("median / least, in ms:")
         if floors[0]:
             print(f"import asyncio, uvloop: {_spread(floors[0])} from exec to exit, CPU {_spread(floors[1])}")
-        for label, (accepts, answers, metadatas, produces, fetches, cpus, admins) in results.items():
+        for label, (accepts, answers, metadatas, produces, fetches, cpus, admins, longest) in results.items():
             if answers:
                 print(f"{label}, {len(answers)} runs: accepting {_spread(accepts)}, first ApiVersions answer "
                       f"{_spread(answers)}, Metadata {_spread(metadatas)}, Produce {_spread(produces)}, "
                       f"Fetch {_spread(fetches)}, CPU to start, answer and stop {_spread(cpus)}"
-                      + (f", admin endpoint {_spread(admins)}" if label.endswith("+admin") else ""))
+                      + (f", admin endpoint {_spread(admins)} (longest ApiVersions round trip meanwhile "
+                         f"{_spread(longest)})" if label.endswith("+admin") else ""))
             if imports.get(label):
                 low = min(imports[label])
                 print(f"{label}: imports of a start and its first requests beyond asyncio and uvloop, CPU "
