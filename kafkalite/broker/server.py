@@ -92,6 +92,7 @@ class BrokerServer:
         self._timer: asyncio.TimerHandle | None = None
         self._cleaner_timer: asyncio.TimerHandle | None = None
         self._warm_up: asyncio.Handle | None = None  # the next step of importing what first requests will need
+        self._admin_start: asyncio.TimerHandle | None = None  # the admin endpoint's start, once the broker listens
         self._stopped = False
         self._io: ThreadPoolExecutor | None = None  # the I/O thread of the log room's blocking file work
         self._io_jobs: set[asyncio.Future[None]] = set()
@@ -171,9 +172,15 @@ class BrokerServer:
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
         self._schedule_cleaner(loop)
-        self._schedule_warm_up(loop)
-        if self.admin is not None:
-            self.admin.serve()  # its libraries are imported in a thread: the loop answers meanwhile
+        if self.admin is None:
+            self._schedule_warm_up(loop, WARM_UP_DELAY_S)
+        else:
+            # Its libraries are imported in a thread, from when the warm-up would start (a client that
+            # connected during the start gets its first answers without sharing the interpreter's lock
+            # with that thread), while the loop answers; the warm-up's own imports follow them rather
+            # than share the lock with them too (startup.py --admin: see the README).
+            self._admin_start = loop.call_later(WARM_UP_DELAY_S, self.admin.serve)
+            self.admin.after_import(lambda: None if self._stopped else self._schedule_warm_up(loop, 0))
 
     def _run_in_io_thread(self, loop: asyncio.AbstractEventLoop, work: Callable[[], None],
                           then: Callable[[BaseException | None], None]) -> None:
@@ -283,14 +290,14 @@ class BrokerServer:
         # the first slice (which builds the cleaner) once the first answers are out, as the warm-up
         self._cleaner_timer = loop.call_later(WARM_UP_DELAY_S, clean)
 
-    def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Import, from ``WARM_UP_DELAY_S`` after the broker listens, the handlers (and the rooms built on
-        first use) that no request has loaded yet, one module per pass of the loop so requests are served
-        in between. A start thus answers its first requests without waiting for code they do not use (a
-        client that connected during the start, none; a later one, one module's import at most), and
-        holds every module a fraction of a second later, as a broker that imported them all up front
-        did: an import needs a file descriptor, and a broker out of descriptors must still answer any
-        API."""
+    def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
+        """Import, ``delay`` from now (``WARM_UP_DELAY_S`` after the broker listens, or as soon as the
+        admin endpoint's libraries are imported), the handlers (and the rooms built on first use) that
+        no request has loaded yet, one module per pass of the loop so requests are served in between.
+        A start thus answers its first requests without waiting for code they do not use (a client
+        that connected during the start, none; a later one, one module's import at most), and holds
+        every module a fraction of a second later, as a broker that imported them all up front did: an
+        import needs a file descriptor, and a broker out of descriptors must still answer any API."""
         keys = [*WARM_UP_FIRST, *(key for key in sorted(SERVED) if key not in WARM_UP_FIRST)]
         pending = [f"kafkalite.broker.handlers.{SERVED[key].module}" for key in keys]
         pending += WARM_UP_MODULES
@@ -307,7 +314,7 @@ class BrokerServer:
                 break
             self._warm_up = loop.call_soon(step) if pending and not self._stopped else None
 
-        self._warm_up = loop.call_later(WARM_UP_DELAY_S, step)
+        self._warm_up = loop.call_later(delay, step)
 
     def _close_acceptors(self) -> None:
         for acceptor in self._acceptors:
@@ -328,6 +335,8 @@ class BrokerServer:
             self._cleaner_timer.cancel()
         if self._warm_up is not None:
             self._warm_up.cancel()
+        if self._admin_start is not None:
+            self._admin_start.cancel()
         if self.cluster is not None:
             self.cluster.stop_log_cleaner()
         if self.admin is not None:

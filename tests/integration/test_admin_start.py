@@ -10,7 +10,9 @@ listener left open, and a fault set over HTTP reaches the request path.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import logging
 import socket
 import struct
 import sys
@@ -164,3 +166,42 @@ def test_a_fault_set_over_http_right_after_the_start_applies(tmp_path: Path) -> 
         assert [record.value for record in records] == [b"paid"]
     finally:
         broker.close()
+
+
+def test_the_admin_endpoint_starts_later_when_its_libraries_cannot_be_loaded_at_first(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Out of descriptors just after the start (a flood of connections), the import fails with EMFILE:
+    the broker keeps serving Kafka and tries again later, as its log cleaner does."""
+    from kafkalite.broker.admin import endpoint
+
+    attempts: list[int] = []
+    real_import = endpoint._import_http_libraries
+
+    def import_once_out_of_descriptors() -> None:
+        attempts.append(len(attempts))
+        if len(attempts) == 1:
+            raise OSError(errno.EMFILE, "Too many open files")
+        real_import()
+
+    monkeypatch.setattr(endpoint, "_import_http_libraries", import_once_out_of_descriptors)
+    monkeypatch.setattr(endpoint, "RETRY_S", 0.05)
+    caplog.set_level(logging.INFO, logger="kafkalite.server")
+
+    async def scenario() -> None:
+        server = BrokerServer(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.storage": "memory",
+                                            "admin.listener": "127.0.0.1:0"}))
+        await server.start()
+        try:
+            assert server.admin is not None
+            await asyncio.wait_for(server.admin.serving(), TIMEOUT_S)
+            assert await asyncio.to_thread(api_versions_answered, server.bound[0].port)
+            assert await asyncio.to_thread(get_json, f"http://127.0.0.1:{server.admin.port}/v1/broker")
+        finally:
+            await server.stop(grace_s=1)
+
+    asyncio.run(scenario())
+    assert len(attempts) == 2
+    messages = [record.getMessage() for record in caplog.records]
+    assert any(message.startswith("the admin endpoint could not start yet, trying again in 0.05 s: ")
+               for message in messages), messages
+    assert sum(message.startswith("admin endpoint on http://127.0.0.1:") for message in messages) == 1, messages
