@@ -55,8 +55,9 @@ def start(tree: Path, admin: bool, log: Path) -> tuple[subprocess.Popen[bytes], 
                                    stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        match = _LISTENING.search(log.read_text(errors="replace"))
-        if match:
+        text = log.read_text(errors="replace")
+        match = _LISTENING.search(text)
+        if match and (not admin or "admin endpoint on" in text):  # (the endpoint answers after the listeners)
             return process, int(match.group(1))
         if process.poll() is not None:
             raise SystemExit(f"the broker exited: {log.read_text(errors='replace')}")

@@ -1,6 +1,7 @@
 """Start-up time: from the broker's exec to its first ApiVersions answer, installed as users install it.
 
     python benchmarks/startup.py [--runs 5] [--editable] [--importtime] [--against CHECKOUT] [--floor] [--imports]
+                                 [--admin]
 
 Installs this checkout with ``pip install --no-deps --target DIR .`` (a regular, non-editable
 install, byte-compiled by pip) into a scratch directory, and runs ``python -m kafkalite serve`` from
@@ -23,8 +24,15 @@ are printed side by side. ``--floor`` adds, in each round, ``python -c "import a
 each round and for each checkout, the CPU time a fresh interpreter takes to import what a start and
 its first Metadata, Produce and Fetch load (``START_MODULES``), beyond ``import asyncio, uvloop`` and
 with the cyclic collector off, as ``kafkalite serve`` has it: the broker's own share of a start,
-without the noise of a process's start, its disk writes and its stop. Nothing is asserted; the
-broker is stopped by its PID after each run.
+without the noise of a process's start, its disk writes and its stop. ``--admin`` adds, in each
+round and for each checkout, a start with ``admin.listener`` on another free loopback port: the same
+figures, then how long after the exec its admin endpoint answered ``GET /v1/broker`` (asked once the
+Kafka requests are answered, so never sooner than the Fetch). With ``--admin`` every start, with the
+endpoint or not, then keeps its Kafka connection busy with ApiVersions requests (one every 5 ms, from
+a second thread) until ``PINGS_UNTIL_S`` after the exec (and until the endpoint answered) and prints
+the longest round trip: what a client busy with a broker that just started waits at worst, the
+endpoint's start or the broker's own warm-up imports. Nothing is asserted; the broker is stopped by
+its PID after each run.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,6 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 _BODY = struct.pack(">hhih", 18, 0, 7, 7) + b"startup"
 REQUEST = struct.pack(">i", len(_BODY)) + _BODY
 TOPIC = b"startup"
+PINGS_UNTIL_S = 1.0  # --admin: the Kafka connection is kept busy until then (seconds after the exec)
 # what a start imports before its first ApiVersions answer, and what its first Metadata, Produce and
 # Fetch import after it (the handlers import their message classes, the codecs on first use)
 START_MODULES = ("kafkalite.cli.serve", "kafkalite.broker.server", "kafkalite.broker.core.cluster",
@@ -155,18 +165,52 @@ class Start:
     def __init__(self) -> None:
         nan = float("nan")
         self.accepted = self.answered = self.metadata = self.produced = self.fetched = self.cpu = nan
+        self.admin = nan  # when the admin endpoint answered (with --admin)
+        self.longest = nan  # the longest ApiVersions round trip until then
         self.errors = ""
 
 
-def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) -> Start:
-    """Seconds to accepting, to the first ApiVersions, Metadata, Produce and Fetch answers, and the
-    process's CPU seconds and stderr."""
+def admin_answer(port: int, deadline: float) -> bool:
+    """Ask ``GET /v1/broker`` of the admin endpoint on ``port`` until it answers 200 or the deadline passes."""
+    request = f"GET /v1/broker HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    while time.perf_counter() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+                connection.sendall(request)
+                answer = b""
+                while chunk := connection.recv(65536):
+                    answer += chunk
+        except OSError:
+            time.sleep(0.0005)  # polling a port that is not open yet: no condition to wait on
+            continue
+        return answer.startswith(b"HTTP/1.1 200")
+    return False
+
+
+def ping(connection: socket.socket, pinging: threading.Event, round_trips: list[float]) -> None:
+    """ApiVersions round trips on ``connection``, one every 5 ms, while ``pinging`` is set."""
+    while pinging.is_set():
+        began = time.perf_counter()
+        connection.sendall(REQUEST)
+        _read_frame(connection)
+        round_trips.append(time.perf_counter() - began)
+        time.sleep(0.005)  # pacing: the broker answers few enough that its CPU figure moves little
+
+
+def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None, admin: bool = False,
+              pings: bool = False) -> Start:
+    """Seconds to accepting, to the first ApiVersions, Metadata, Produce and Fetch answers (and, with
+    ``admin``, to the admin endpoint's first answer; with ``pings``, the longest ApiVersions round trip
+    until ``PINGS_UNTIL_S``), and the process's CPU seconds and stderr."""
     start = Start()
     cpu = children_cpu_s()
     port = free_port()
+    admin_port = free_port() if admin else 0
     data = Path(tempfile.mkdtemp(prefix="data-", dir=cwd))
     command = [sys.executable, *(extra or []), "-m", "kafkalite", "serve", "--port", str(port),
                "--listeners", f"PLAINTEXT://127.0.0.1:{port}", "--data-dir", str(data)]
+    if admin:
+        command.append(f"admin.listener=127.0.0.1:{admin_port}")
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -196,6 +240,21 @@ def one_start(env: dict[str, str], cwd: Path, extra: list[str] | None = None) ->
                 if error != 0 or size == 0:
                     break
                 start.fetched = time.perf_counter() - started
+                if admin or pings:
+                    pinging = threading.Event()
+                    round_trips: list[float] = []
+                    pinger = threading.Thread(target=ping, args=(connection, pinging, round_trips))
+                    pinging.set()
+                    pinger.start()
+                    try:
+                        if admin and admin_answer(admin_port, deadline):
+                            start.admin = time.perf_counter() - started
+                        if pings:
+                            time.sleep(max(0.0, started + PINGS_UNTIL_S - time.perf_counter()))  # a fixed window
+                    finally:
+                        pinging.clear()
+                        pinger.join()
+                    start.longest = max(round_trips, default=0.0)
             break
     finally:
         process.terminate()
@@ -224,6 +283,8 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true", help='also time python -c "import asyncio, uvloop"')
     parser.add_argument("--imports", action="store_true",
                         help="also time the imports of a start and its first requests in a fresh interpreter")
+    parser.add_argument("--admin", action="store_true",
+                        help="also start each checkout with admin.listener set and time its first HTTP answer")
     a = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
     try:
@@ -245,8 +306,12 @@ def main() -> None:
         print("running the checkouts themselves" if a.editable else
               "installed with pip (not editable) into scratch directories")
         for _, env, cwd in sides:
-            one_start(env, cwd)  # the first start after an install warms the page cache
-        results: dict[str, tuple[list[float], ...]] = {label: ([], [], [], [], [], []) for label, _, _ in sides}
+            one_start(env, cwd, admin=a.admin)  # the first start after an install warms the page cache
+        # each checkout, then (--admin) each with the admin endpoint on
+        starts = [(label, env, cwd, False) for label, env, cwd in sides]
+        starts += [(f"{label} +admin", env, cwd, True) for label, env, cwd in sides] if a.admin else []
+        results: dict[str, tuple[list[float], ...]] = {label: ([], [], [], [], [], [], [], [])
+                                                       for label, _, _, _ in starts}
         floors: tuple[list[float], list[float]] = ([], [])
         imports: dict[str, list[float]] = {label: [] for label, _, _ in sides}
         for run in range(a.runs):
@@ -256,9 +321,10 @@ def main() -> None:
                 floors[1].append(cpu * 1000)
                 print(f"import asyncio, uvloop run {run + 1}: {wall * 1000:.0f} ms from exec to exit, "
                       f"CPU {cpu * 1000:.0f} ms")
-            for label, env, cwd in sides:
-                start = one_start(env, cwd)
-                figures = (start.accepted, start.answered, start.metadata, start.produced, start.fetched, start.cpu)
+            for label, env, cwd, admin in starts:
+                start = one_start(env, cwd, admin=admin, pings=a.admin)
+                figures = (start.accepted, start.answered, start.metadata, start.produced, start.fetched, start.cpu,
+                           start.admin if admin else 0.0, start.longest if a.admin else 0.0)
                 if any(value != value for value in figures):  # NaN: a step was not answered
                     print(f"{label} run {run + 1}: a request went unanswered; the broker said: "
                           f"{start.errors[-500:]}")
@@ -268,7 +334,9 @@ def main() -> None:
                 print(f"{label} run {run + 1}: accepting after {start.accepted * 1000:.0f} ms, answered "
                       f"ApiVersions after {start.answered * 1000:.0f}, Metadata {start.metadata * 1000:.0f}, "
                       f"Produce {start.produced * 1000:.0f}, Fetch {start.fetched * 1000:.0f} ms, "
-                      f"CPU {start.cpu * 1000:.0f} ms")
+                      f"CPU {start.cpu * 1000:.0f} ms"
+                      + (f", admin endpoint {start.admin * 1000:.0f} ms" if admin else "")
+                      + (f", longest ApiVersions round trip {start.longest * 1000:.1f} ms" if a.admin else ""))
             if a.imports:
                 for label, env, cwd in sides:
                     imports[label].append(one_import(env, cwd) * 1000)
@@ -276,12 +344,15 @@ def main() -> None:
         print("median / least, in ms:")
         if floors[0]:
             print(f"import asyncio, uvloop: {_spread(floors[0])} from exec to exit, CPU {_spread(floors[1])}")
-        for label, (accepts, answers, metadatas, produces, fetches, cpus) in results.items():
+        for label, (accepts, answers, metadatas, produces, fetches, cpus, admins, longest) in results.items():
             if answers:
                 print(f"{label}, {len(answers)} runs: accepting {_spread(accepts)}, first ApiVersions answer "
                       f"{_spread(answers)}, Metadata {_spread(metadatas)}, Produce {_spread(produces)}, "
-                      f"Fetch {_spread(fetches)}, CPU to start, answer and stop {_spread(cpus)}")
-            if imports[label]:
+                      f"Fetch {_spread(fetches)}, CPU to start, answer and stop {_spread(cpus)}"
+                      + (f", admin endpoint {_spread(admins)}" if label.endswith("+admin") else "")
+                      + (f", longest ApiVersions round trip until {PINGS_UNTIL_S:g} s {_spread(longest)}"
+                         if a.admin else ""))
+            if imports.get(label):
                 low = min(imports[label])
                 print(f"{label}: imports of a start and its first requests beyond asyncio and uvloop, CPU "
                       f"{statistics.median(imports[label]):.1f} / {low:.1f}")

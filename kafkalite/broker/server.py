@@ -12,11 +12,15 @@ stops accepting, gives in-flight requests a bounded time to finish, closes the c
 for the file work in flight and closes the cluster cleanly (which writes the clean-shutdown marker).
 ``run`` is the CLI's entry: the event loop (uvloop), SIGTERM/SIGINT for a clean stop, exit status.
 
-With ``admin.listener`` set, ``start`` also serves the admin endpoint (``kafkalite.broker.admin``) on
-the same loop, and logs "admin endpoint on http://host:port/" before "listening on ...". Its request
-observer (``observe``) is given to every connection; a test broker can ask for it without the
-HTTP endpoint, to inject faults. Without either, nothing of ``kafkalite.broker.admin`` is imported;
-with only PLAINTEXT listeners and no authorizer, nothing of ``kafkalite.broker.security``.
+With ``admin.listener`` set, ``start`` also binds the admin endpoint's socket and puts its request
+observer (``observe``, given to every connection) in place before it listens, so a missing admin
+extra, a bad address or a taken port still fail the start; the endpoint's HTTP server
+(``kafkalite.broker.admin.endpoint``) starts once the broker listens, its libraries imported off the
+loop, and logs "admin endpoint on http://host:port/" once it answers, after "listening on ...".
+``admin.port`` is known when ``start`` returns; ``await admin.serving()`` waits until it answers.
+A test broker can ask for the observer without the HTTP endpoint, to inject faults. Without either,
+nothing of ``kafkalite.broker.admin`` is imported; with only PLAINTEXT listeners and no authorizer,
+nothing of ``kafkalite.broker.security``.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from kafkalite.broker.quotas import ConnectionQuotas, RequestBudget
 if TYPE_CHECKING:
     from ssl import SSLContext
 
-    from kafkalite.broker.admin.http import AdminServer
+    from kafkalite.broker.admin.endpoint import AdminEndpoint
     from kafkalite.broker.admin.observer import RequestObserver
     from kafkalite.broker.core.cluster import Cluster
     from kafkalite.broker.security.setup import BrokerSecurity
@@ -88,11 +92,12 @@ class BrokerServer:
         self._timer: asyncio.TimerHandle | None = None
         self._cleaner_timer: asyncio.TimerHandle | None = None
         self._warm_up: asyncio.Handle | None = None  # the next step of importing what first requests will need
+        self._admin_start: asyncio.TimerHandle | None = None  # the admin endpoint's start, once the broker listens
         self._stopped = False
         self._io: ThreadPoolExecutor | None = None  # the I/O thread of the log room's blocking file work
         self._io_jobs: set[asyncio.Future[None]] = set()
         self.observer: RequestObserver | None = None  # the admin endpoint's hook in dispatch (observe())
-        self.admin: AdminServer | None = None  # the admin HTTP endpoint, when admin.listener is set
+        self.admin: AdminEndpoint | None = None  # the admin HTTP endpoint, when admin.listener is set
         self.security: BrokerSecurity | None = None  # TLS, SASL and the authorizer of each listener
         self._handlers: Mapping[int, ApiHandler] = HANDLERS  # with the authorizer on: each wrapped in its ACL checks
 
@@ -148,9 +153,12 @@ class BrokerServer:
                     KeyStoreReloader(self.config, self.security, self._install_ssl_context))
             admin_listener = self.config.get_str("admin.listener") if self.config.is_set("admin.listener") else ""
             if admin_listener:
-                await self._start_admin(admin_listener)
+                self._bind_admin(admin_listener)
         except BaseException:
             self._close_acceptors()
+            if self.admin is not None:
+                await self.admin.stop()
+                self.admin = None
             if self.observer is not None:
                 self.observer.loop_lag.stop()
             cluster.close(clean=True)
@@ -164,7 +172,15 @@ class BrokerServer:
         log.info("listening on %s", line)
         self._schedule_periodic(loop, cluster.periodic_interval_ms() / 1000)
         self._schedule_cleaner(loop)
-        self._schedule_warm_up(loop)
+        if self.admin is None:
+            self._schedule_warm_up(loop, WARM_UP_DELAY_S)
+        else:
+            # Its libraries are imported in a thread, from when the warm-up would start (a client that
+            # connected during the start gets its first answers without sharing the interpreter's lock
+            # with that thread), while the loop answers; the warm-up's own imports follow them rather
+            # than share the lock with them too (startup.py --admin: see the README).
+            self._admin_start = loop.call_later(WARM_UP_DELAY_S, self.admin.serve)
+            self.admin.after_import(lambda: None if self._stopped else self._schedule_warm_up(loop, 0))
 
     def _run_in_io_thread(self, loop: asyncio.AbstractEventLoop, work: Callable[[], None],
                           then: Callable[[BaseException | None], None]) -> None:
@@ -196,18 +212,17 @@ class BrokerServer:
             observer.loop_lag.start(asyncio.get_running_loop())
         return self.observer
 
-    async def _start_admin(self, address: str) -> None:
+    def _bind_admin(self, address: str) -> None:
+        """What can keep the admin endpoint from starting, checked before the broker listens: its
+        address, its extra (found, not imported) and its port (bound). Its observer is in place from
+        here on; its HTTP server starts once the broker listens (``AdminEndpoint.serve``)."""
         from kafkalite.broker.admin import parse_address
+        from kafkalite.broker.admin.endpoint import AdminEndpoint, check_installed
 
         host, port = parse_address(address)
-        try:
-            from kafkalite.broker.admin.http import AdminServer
-        except ImportError as exc:
-            raise ConfigError(f"admin.listener needs the admin extra (pip install 'kafkalite[admin]'): {exc}") from None
+        check_installed()
         assert self.cluster is not None  # start() opened it
-        self.admin = AdminServer(self.cluster, self.observe(), self.connections, self.config)
-        bound_port = await self.admin.start(host, port)
-        log.info("admin endpoint on http://%s/", f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}")
+        self.admin = AdminEndpoint(host, port, self.cluster, self.observe(), self.connections)
 
     def _install_ssl_context(self, listener_name: str, context: SSLContext) -> None:
         for acceptor in self._acceptors_of.get(listener_name, ()):
@@ -275,14 +290,14 @@ class BrokerServer:
         # the first slice (which builds the cleaner) once the first answers are out, as the warm-up
         self._cleaner_timer = loop.call_later(WARM_UP_DELAY_S, clean)
 
-    def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Import, from ``WARM_UP_DELAY_S`` after the broker listens, the handlers (and the rooms built on
-        first use) that no request has loaded yet, one module per pass of the loop so requests are served
-        in between. A start thus answers its first requests without waiting for code they do not use (a
-        client that connected during the start, none; a later one, one module's import at most), and
-        holds every module a fraction of a second later, as a broker that imported them all up front
-        did: an import needs a file descriptor, and a broker out of descriptors must still answer any
-        API."""
+    def _schedule_warm_up(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
+        """Import, ``delay`` from now (``WARM_UP_DELAY_S`` after the broker listens, or as soon as the
+        admin endpoint's libraries are imported), the handlers (and the rooms built on first use) that
+        no request has loaded yet, one module per pass of the loop so requests are served in between.
+        A start thus answers its first requests without waiting for code they do not use (a client
+        that connected during the start, none; a later one, one module's import at most), and holds
+        every module a fraction of a second later, as a broker that imported them all up front did: an
+        import needs a file descriptor, and a broker out of descriptors must still answer any API."""
         keys = [*WARM_UP_FIRST, *(key for key in sorted(SERVED) if key not in WARM_UP_FIRST)]
         pending = [f"kafkalite.broker.handlers.{SERVED[key].module}" for key in keys]
         pending += WARM_UP_MODULES
@@ -299,7 +314,7 @@ class BrokerServer:
                 break
             self._warm_up = loop.call_soon(step) if pending and not self._stopped else None
 
-        self._warm_up = loop.call_later(WARM_UP_DELAY_S, step)
+        self._warm_up = loop.call_later(delay, step)
 
     def _close_acceptors(self) -> None:
         for acceptor in self._acceptors:
@@ -320,6 +335,8 @@ class BrokerServer:
             self._cleaner_timer.cancel()
         if self._warm_up is not None:
             self._warm_up.cancel()
+        if self._admin_start is not None:
+            self._admin_start.cancel()
         if self.cluster is not None:
             self.cluster.stop_log_cleaner()
         if self.admin is not None:
@@ -400,6 +417,7 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None,
     async def serve() -> int:
         loop = asyncio.get_running_loop()
         stop_requested = asyncio.Event()
+        status = 0
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop_requested.set)
         server = BrokerServer(config, sockets)
@@ -412,16 +430,28 @@ def run(config: BrokerConfig, sockets: list[list[socket.socket]] | None = None,
             on_started(server)
         # Everything loaded so far (modules, generated classes, recovered state) lives as long as the
         # process: keep it out of the cyclic collector's full passes, which would rescan it forever.
-        # The command turns the collector off while it starts (kafkalite.cli); it is on from here.
-        # (A broker embedded in someone else's process leaves their collector alone.)
+        # The command turns the collector off while it starts (kafkalite.cli); it is on from here, or,
+        # with the admin endpoint, from when its HTTP libraries are imported (in a thread, meanwhile), so
+        # that they are frozen too. (A broker embedded in someone else's process leaves their collector alone.)
         gc.freeze()
-        gc.enable()
+        if server.admin is None:
+            gc.enable()
+        else:
+            def admin_started(serving: asyncio.Future[None]) -> None:
+                nonlocal status
+                gc.freeze()
+                gc.enable()
+                if not serving.cancelled() and serving.exception() is not None:  # (said by the endpoint)
+                    status = 1
+                    stop_requested.set()
+
+            asyncio.ensure_future(server.admin.serving()).add_done_callback(admin_started)
         # (after the first answers: it loads ctypes, which no request needs)
         asyncio.get_running_loop().call_later(WARM_UP_DELAY_S, _keep_freed_memory)
         await stop_requested.wait()
         log.info("shutting down")
         await server.stop()
-        return 0
+        return status
 
     try:
         import uvloop

@@ -14,7 +14,8 @@ port. Because the broker has a thread and a loop of its own, blocking clients an
 
 Configs use Kafka's key names; Python names work too (``num_partitions=3`` is ``num.partitions``).
 ``faults`` injects faults straight into the broker's request path (``kafkalite.testing.faults``);
-with ``admin.listener`` set (``127.0.0.1:0`` for a free port), ``admin_url`` is its admin endpoint.
+with ``admin.listener`` set (``127.0.0.1:0`` for a free port), ``admin_url`` is its admin endpoint,
+which answers by the time ``start`` returns.
 ``KAFKALITE_*`` environment variables do not apply: a test's broker is what the test says.
 """
 
@@ -226,6 +227,15 @@ class EmbeddedBroker(BrokerHelpers):
             self._ready.set()
             loop.close()
             return
+        if server.admin is not None:  # start() returns once the admin endpoint answers too
+            try:
+                loop.run_until_complete(server.admin.serving())
+            except BaseException as exc:
+                loop.run_until_complete(server.stop(grace_s=0))
+                self._error = exc
+                self._ready.set()
+                loop.close()
+                return
         self.server = server
         self.port = server.bound[0].port
         if self.security is not None and self.security.scram and server.cluster is not None:

@@ -8,7 +8,8 @@
 
 The process listens on port 0 (the broker picks a free one; its "listening on" log line says which),
 and, when the ``admin`` extra is installed, serves its admin endpoint on another free loopback port
-(``admin_url``; ``faults`` injects faults through it, see ``kafkalite.testing.faults``). It
+(``admin_url``, which waits for the broker's "admin endpoint on" line: the endpoint starts answering
+a moment after the Kafka listeners; ``faults`` injects faults through it, see ``kafkalite.testing.faults``). It
 writes its log to ``<data dir>.broker.log`` beside the data directory, and is started from the
 interpreter running the caller, so it serves the kafkalite the caller imports. Every wait has a
 deadline; ``close`` (and the pytest plugin at the end of a session) ends the process by its PID.
@@ -87,7 +88,7 @@ class BrokerProcess(BrokerHelpers):
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
-        self.admin_url: str | None = None  # http://127.0.0.1:PORT of its admin endpoint, when it serves one
+        self._admin_url: str | None = None  # http://127.0.0.1:PORT of its admin endpoint, once it answers
         self.started_in_s = 0.0  # how long the last start took, until the broker logged "listening on"
         self._log_offset = 0
         self._spawned_at = 0.0
@@ -116,6 +117,7 @@ class BrokerProcess(BrokerHelpers):
         environment = {name: value for name, value in os.environ.items() if not name.startswith("KAFKALITE_")}
         environment["PYTHONUNBUFFERED"] = "1"
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._admin_url = None
         self._spawned_at = time.perf_counter()
         with open(self.log_path, "ab") as log_file:
             limited = self.nofile is not None or self.fsize is not None
@@ -147,8 +149,6 @@ class BrokerProcess(BrokerHelpers):
             text = self.log_text(since=self._log_offset)
             match = _LISTENING.search(text)
             if match:
-                admin = _ADMIN.search(text)  # logged before "listening on"
-                self.admin_url = admin.group(1) if admin else None
                 return int(match.group(1))
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"broker exited with status {self.process.returncode} before listening:\n"
@@ -206,6 +206,31 @@ class BrokerProcess(BrokerHelpers):
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    @property
+    def serves_admin(self) -> bool:
+        """Whether the broker was told to serve its admin endpoint (``admin.listener``)."""
+        return "admin.listener" in self.configs or any(
+            argument.startswith("admin.listener=") or argument.startswith("--override=admin.listener=")
+            for argument in self.extra_args)
+
+    @property
+    def admin_url(self) -> str | None:
+        """``http://127.0.0.1:PORT`` of its admin endpoint, when it serves one. The broker starts it once
+        it listens, so this waits (with a deadline) for its "admin endpoint on" line, logged once it answers."""
+        if self._admin_url is None and self.serves_admin and self.process is not None:
+            def logged() -> str | None:
+                admin = _ADMIN.search(self.log_text(since=self._log_offset))
+                if admin:
+                    return admin.group(1)
+                if self.process is not None and self.process.poll() is not None:
+                    raise RuntimeError(f"broker exited with status {self.process.returncode} before its admin "
+                                       f"endpoint answered:\n{self.log_text(since=self._log_offset)}")
+                return None
+
+            self._admin_url = wait_for(logged, START_TIMEOUT_S,
+                                       f"broker did not log 'admin endpoint on'; log: {self.log_path}")
+        return self._admin_url
 
     @property
     def faults(self) -> Faults:

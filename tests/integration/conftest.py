@@ -59,8 +59,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 @pytest.fixture
 def fresh_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
     """A factory of brokers private to one test: ``fresh_broker(*extra_args, data_dir=None, admin=False)``.
-    Without the admin endpoint unless asked (``admin=True``): loading its HTTP server takes a start
-    about 0.3 s longer, and these tests speak Kafka only."""
+    Without the admin endpoint unless asked (``admin=True``): loading its HTTP server takes about 0.3 s
+    of CPU just after the start, and these tests speak Kafka only."""
     made: list[BrokerProcess] = []
 
     def start(*extra_args: str, data_dir: Path | None = None, wait: bool = True, admin: bool = False) -> BrokerProcess:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from kafkalite.broker.admin import parse_address
+from kafkalite.broker.admin.endpoint import HTTP_PACKAGES, check_installed
 from kafkalite.broker.admin.observer import RequestObserver
 from kafkalite.broker.admin.records import browse, describe_bytes
 from kafkalite.broker.admin.stats import LATENCY_BUCKETS, RequestStats, first_error
@@ -244,3 +246,11 @@ def test_the_admin_address_is_host_and_port() -> None:
     for wrong in ("9644", "localhost", "host:port", ":9644", "h:70000"):
         with pytest.raises(ConfigError):
             parse_address(wrong)
+
+
+@pytest.mark.parametrize("package", HTTP_PACKAGES)
+def test_a_missing_admin_extra_is_found_without_importing_it(package: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    check_installed()  # installed here
+    monkeypatch.setitem(sys.modules, package, None)  # as if it were not: find_spec finds nothing
+    with pytest.raises(ConfigError, match=rf"needs the admin extra \(pip install 'kafkalite\[admin\]'\): .*{package}"):
+        check_installed()

@@ -1,7 +1,8 @@
 """The admin endpoint: see inside a running broker, and break it on purpose.
 
 Off unless ``admin.listener`` is set (``127.0.0.1:9644``); then ``BrokerServer`` serves, on its own
-event loop, an HTTP endpoint (``http``, on aiohttp: the ``admin`` extra) with
+event loop, an HTTP endpoint (``http``, on aiohttp: the ``admin`` extra; ``endpoint``: its socket,
+bound before the broker listens, and its start once it does, the libraries imported in a thread) with
 
 * a JSON API under ``/v1/`` (``views``: topics and partitions, groups with their lag, producers,
   transactions, connections, the recent-request log; ``records``: message browsing), described by the

@@ -15,7 +15,8 @@ JSON body sent as ``application/json``: a web page of another origin cannot send
 CORS preflight, which this server never grants, so a browser tab cannot inject faults behind its
 user's back. There is no authentication: the listener belongs on a loopback address. Every page
 of the console is sent with a Content-Security-Policy that allows only this origin's own scripts.
-Handlers read the broker's state directly: they run on its loop, between requests.
+Handlers read the broker's state directly: they run on its loop, between requests. The socket is
+bound, and this module imported, by ``endpoint``.
 """
 
 from __future__ import annotations
@@ -37,11 +38,10 @@ from kafkalite.protocol.errors import KafkaError
 
 if TYPE_CHECKING:
     from kafkalite.broker.admin.observer import RequestObserver
-    from kafkalite.broker.config import BrokerConfig
     from kafkalite.broker.core.cluster import Cluster
     from kafkalite.broker.net import KafkaConnection
 
-__all__ = ["AdminServer", "build_app"]
+__all__ = ["build_app", "start_server"]
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -263,29 +263,9 @@ def build_app(cluster: Cluster, observer: RequestObserver, connections: Iterable
     return app
 
 
-class AdminServer:
-    """Serves ``build_app`` on a listening socket of the broker's loop."""
-
-    def __init__(self, cluster: Cluster, observer: RequestObserver, connections: Iterable[KafkaConnection],
-                 config: BrokerConfig | None = None) -> None:
-        self.app = build_app(cluster, observer, connections)
-        self.config = config
-        self.port = 0
-        self._runner: web.AppRunner | None = None
-
-    async def start(self, host: str, port: int) -> int:
-        """Bind ``host:port`` (0: a free port) and serve; the port bound."""
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family, reuse_port=False)
-        runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await runner.setup()
-        self._runner = runner
-        site = web.SockSite(runner, sock)
-        await site.start()
-        self.port = sock.getsockname()[1]
-        return self.port
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
+async def start_server(app: web.Application, sock: socket.socket) -> Callable[[], Awaitable[None]]:
+    """Serve ``app`` on ``sock``, a listening socket already bound; what stops it (and closes ``sock``)."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    await web.SockSite(runner, sock).start()
+    return runner.cleanup
