@@ -5,6 +5,9 @@
 give, with fewer calls per field: the fixed-width fields of a struct are read or written with one
 ``struct`` call, one-byte varints and empty tagged-field sections are taken inline, and the
 response frame (size, header, body) is one ``bytes``. Records stay a view into the request frame.
+What almost every producer sends, a flexible request for one partition of one topic, is read by a
+path of its own (one check per length, no loops), and its answer without an error message is one
+``struct`` call of a layout kept per topic name and version.
 
 What they do not take on they hand to the generated code: a response with record errors, an error
 message longer than a one-byte length, a ``current_leader``, ``node_endpoints`` or unknown tagged

@@ -24,7 +24,12 @@ from kafkalite.protocol.messages.produce_response import (
     TopicProduceResponse,
 )
 from kafkalite.protocol.primitives import Reader, Writer
-from kafkalite.protocol.produce_codec import decode_produce_request, encode_produce_response
+from kafkalite.protocol.produce_codec import (
+    _one_partition,
+    _read_one_partition,
+    decode_produce_request,
+    encode_produce_response,
+)
 from tests.unit.message_factory import build
 from tests.unit.test_codec_fuzz import mutated
 
@@ -86,6 +91,8 @@ def test_a_one_partition_request_decodes_or_fails_as_the_generated_class(
     body = request.encode(version)
     if mutate:
         body = data.draw(mutated(body), label="body")
+    elif records is not None and len(name.encode()) < 0x7F and len((transactional_id or "").encode()) < 0x7F:
+        assert _read_one_partition(memoryview(body), 0) is not None  # it takes the path of its own
     generic, fast = decode_both(body, version)
     assert fast == generic
 
@@ -138,6 +145,8 @@ def test_a_one_partition_answer_encodes_as_the_generated_class_encodes_it(
         frame = encode_produce_response(response, version, correlation_id)
         if len(name.encode()) < 0x7F and (message is None or len(message.encode()) < 0x7F):
             assert frame is not None
+        if len(name.encode()) < 0x7F and message is None:  # it takes the path of its own
+            assert _one_partition(response.responses[0], throttle_time_ms, version, correlation_id) == frame
         if frame is not None:
             assert frame == generic_response_frame(response, version, correlation_id)
 
