@@ -10,6 +10,8 @@ call per partition's fixed fields. Record sets of ``ZERO_COPY_BYTES`` or more st
 own, so stored batches are not copied. A record set may also hold pieces that are not buffers at all
 (any ``Region``: an object with a length, such as the broker's file regions); each stays an item of
 its own, in order, for the writer to send, and its length counts in the frame's sizes.
+The answer to a consumer of one partition (flexible versions, no aborted transactions, a records
+value below 16 KiB) is one ``bytes`` joined from two ``struct`` calls, the topic and the records.
 What it does not take on it leaves to the generated code
 (it answers None): a ``diverging_epoch``, ``current_leader`` or ``snapshot_id`` other than the
 default, ``node_endpoints``, or unknown tagged fields. A unit test checks it against the generated
@@ -33,6 +35,7 @@ from kafkalite.protocol.messages.fetch_request import (
 from kafkalite.protocol.messages.fetch_response import (
     AbortedTransaction,
     EpochEndOffset,
+    FetchableTopicResponse,
     FetchResponse,
     LeaderIdAndEpoch,
     PartitionData,
@@ -196,6 +199,11 @@ def encode_fetch_response(response: FetchResponse, version: int, correlation_id:
     sets, in place), or None (see the module)."""
     if response.node_endpoints or response.unknown_tagged_fields is not None or not 0 <= version <= 17:
         return None
+    topics = response.responses
+    if version >= 12 and len(topics) == 1 and len(topics[0].partitions) == 1:  # a consumer of one partition
+        frame = _one_partition(response, topics[0], version, correlation_id)
+        if frame is not None:
+            return [frame]
     flexible = version >= 12
     buffers: list[_Piece] = []
     out = head = bytearray(8)  # size and correlation id, packed last
@@ -250,6 +258,38 @@ def encode_fetch_response(response: FetchResponse, version: int, correlation_id:
     total = len(out) if len(buffers) == 1 else sum(map(len, buffers))
     _SIZE_CORRELATION.pack_into(head, 0, total - 4, correlation_id)
     return buffers
+
+
+_ONE_HEAD = struct.Struct(">iibihiB")  # size, correlation id, no header tags, throttle, error, session, 1 topic
+_ONE_PARTITION = struct.Struct(">BihqqqBi")  # 1 partition, its fields, no aborted transactions, read replica
+_ONE_TAIL = b"\x00\x00\x00"  # no tagged fields: the partition's, the topic's, the response's
+
+
+def _one_partition(response: FetchResponse, topic: FetchableTopicResponse, version: int,
+                   correlation_id: int) -> bytes | None:
+    """The frame of a flexible answer for one partition of one topic without aborted transactions,
+    with a small records value, and nothing but defaults in its tagged fields; else None."""
+    partition = topic.partitions[0]
+    records, aborted = partition.records, partition.aborted_transactions
+    if ((aborted is not None and len(aborted) != 0) or topic.unknown_tagged_fields is not None
+            or partition.unknown_tagged_fields is not None or not _defaults_only(partition)
+            or not isinstance(records, (bytes, bytearray, memoryview)) or len(records) >= 0x3FFF):
+        return None
+    if version >= 13:
+        topic_part = topic.topic_id.bytes
+    else:
+        name = topic.topic.encode("utf-8")
+        if len(name) >= 0x7F:
+            return None
+        topic_part = bytes((len(name) + 1,)) + name
+    size = len(records) + 1
+    records_length = bytes((size,)) if size < 0x80 else bytes((size & 0x7F | 0x80, size >> 7))
+    tail = _ONE_PARTITION.pack(2, partition.partition_index, partition.error_code, partition.high_watermark,
+                               partition.last_stable_offset, partition.log_start_offset, 0 if aborted is None else 1,
+                               partition.preferred_read_replica)
+    frame_size = _ONE_HEAD.size + len(topic_part) + _ONE_PARTITION.size + len(records_length) + len(records) + 3 - 4
+    return b"".join((_ONE_HEAD.pack(frame_size, correlation_id, 0, response.throttle_time_ms, response.error_code,
+                                    response.session_id, 2), topic_part, tail, records_length, records, _ONE_TAIL))
 
 
 def _defaults_only(partition: PartitionData) -> bool:

@@ -5,6 +5,9 @@
 give, with fewer calls per field: the fixed-width fields of a struct are read or written with one
 ``struct`` call, one-byte varints and empty tagged-field sections are taken inline, and the
 response frame (size, header, body) is one ``bytes``. Records stay a view into the request frame.
+What almost every producer sends, a flexible request for one partition of one topic, is read by a
+path of its own (one check per length, no loops), and its answer without an error message is one
+``struct`` call of a layout kept per topic name and version.
 
 What they do not take on they hand to the generated code: a response with record errors, an error
 message longer than a one-byte length, a ``current_leader``, ``node_endpoints`` or unknown tagged
@@ -19,7 +22,7 @@ import struct
 
 from kafkalite.protocol.exceptions import ProtocolError
 from kafkalite.protocol.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kafkalite.protocol.messages.produce_response import ProduceResponse
+from kafkalite.protocol.messages.produce_response import ProduceResponse, TopicProduceResponse
 from kafkalite.protocol.primitives import Reader, append_uvarint
 
 __all__ = ["decode_produce_request", "encode_produce_response"]
@@ -42,6 +45,14 @@ def decode_produce_request(reader: Reader, version: int) -> ProduceRequest:
     """``ProduceRequest.decode_from(reader, version)``, faster; ``reader`` ends at the body's end."""
     ProduceRequest.check_version(version)
     start = reader.pos
+    if version >= 9:
+        try:
+            request = _read_one_partition(reader.view, start)
+        except (ProtocolError, struct.error, IndexError, ValueError, OverflowError):
+            request = None  # the general reader says what is wrong with it
+        if request is not None:
+            reader.pos = len(reader.view)
+            return request
     try:
         request, reader.pos = _read(reader.view, start, version)
         return request
@@ -52,6 +63,33 @@ def decode_produce_request(reader: Reader, version: int) -> ProduceRequest:
     except (struct.error, IndexError, ValueError, OverflowError) as exc:
         raise ProtocolError(f"malformed ProduceRequest v{version}: {exc}") from None
     return ProduceRequest.decode_from(reader, version)
+
+
+def _read_one_partition(view: memoryview, pos: int) -> ProduceRequest | None:
+    """A flexible request for one partition of one topic whose lengths but the records' are one
+    byte, without tagged fields (what almost every producer sends), or None for anything else."""
+    end = len(view)
+    byte = view[pos]
+    if byte == 0:
+        transactional_id, pos = None, pos + 1
+    elif byte < 0x80:
+        transactional_id, pos = _utf8(view, pos + 1, byte - 1), pos + byte
+    else:
+        return None
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(view, pos)
+    size = view[pos + 7] - 1
+    if view[pos + 6] != 2 or not 0 <= size < 0x7F:  # one topic; its name
+        return None
+    name, pos = _utf8(view, pos + 8, size), pos + 8 + size
+    if view[pos] != 2:  # one partition
+        return None
+    index = _INT32.unpack_from(view, pos + 1)[0]
+    size, pos = _length(view, pos + 5, True, 4)
+    after = pos + size
+    if size < 0 or after + 3 != end or view[after] or view[after + 1] or view[after + 2]:  # no tagged fields
+        return None
+    return ProduceRequest(transactional_id, acks, timeout_ms,
+                          [TopicProduceData(name, [PartitionProduceData(index, view[pos:after])])])
 
 
 def _read(view: memoryview, pos: int, version: int) -> tuple[ProduceRequest, int]:
@@ -169,6 +207,11 @@ def encode_produce_response(response: ProduceResponse, version: int, correlation
     or None when the response holds something left to the generated encoder (see the module)."""
     if response.node_endpoints or response.unknown_tagged_fields is not None or not 0 <= version <= 11:
         return None
+    topics = response.responses
+    if len(topics) == 1 and len(topics[0].partition_responses) == 1:  # what almost every producer sends
+        frame = _one_partition(topics[0], response.throttle_time_ms, version, correlation_id)
+        if frame is not None:
+            return frame
     flexible = version >= 9
     partition_struct = _PARTITION[version]
     pack = partition_struct.pack
@@ -245,3 +288,58 @@ def encode_produce_response(response: ProduceResponse, version: int, correlation
     return bytes(out)
 
 
+class _OnePartitionLayout:
+    """The frame of an answer for one partition of one topic, without an error message, as one
+    ``struct``: size, correlation id, the bytes up to the partition's fields (header, counts, the
+    topic's name), those fields, the bytes up to the throttle time, [throttle time], the last bytes."""
+
+    __slots__ = ("struct", "before", "between", "after")
+
+    def __init__(self, name: bytes, version: int) -> None:
+        partition = _PARTITION[version].format[1:]
+        if version >= 9:
+            self.before = b"\x00\x02" + bytes((len(name) + 1,)) + name + b"\x02"
+            self.between = b"\x01\x00\x00\x00"  # no record errors, a null message, no tags (partition, topic)
+            self.after = b"\x00"
+        else:
+            self.before = _INT32.pack(1) + _INT16.pack(len(name)) + name + _INT32.pack(1)
+            self.between = _NO_RECORD_ERRORS_AND_MESSAGE[False] if version >= 8 else b""
+            self.after = b""
+        self.struct = struct.Struct(f">ii{len(self.before)}s{partition}{len(self.between)}s"
+                                    f"{'i' if version >= 1 else ''}{len(self.after)}s")
+
+
+_LAYOUTS: dict[tuple[str, int], _OnePartitionLayout] = {}
+_MAX_LAYOUTS = 4096  # topics' names times versions; beyond that, forgotten and made again
+
+
+def _one_partition(topic: TopicProduceResponse, throttle_time_ms: int, version: int,
+                   correlation_id: int) -> bytes | None:
+    """The frame of the usual answer (one topic, one partition, no error message), or None."""
+    partition = topic.partition_responses[0]
+    leader = partition.current_leader
+    if (partition.error_message is not None or partition.record_errors or topic.unknown_tagged_fields is not None
+            or partition.unknown_tagged_fields is not None or leader.leader_id != -1 or leader.leader_epoch != -1
+            or leader.unknown_tagged_fields is not None):
+        return None
+    layout = _LAYOUTS.get((topic.name, version))
+    if layout is None:
+        name = topic.name.encode("utf-8")
+        if len(name) >= 0x7F:
+            return None
+        if len(_LAYOUTS) >= _MAX_LAYOUTS:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[(topic.name, version)] = _OnePartitionLayout(name, version)
+    pack, size = layout.struct.pack, layout.struct.size - 4
+    if version >= 5:
+        return pack(size, correlation_id, layout.before, partition.index, partition.error_code, partition.base_offset,
+                    partition.log_append_time_ms, partition.log_start_offset, layout.between, throttle_time_ms,
+                    layout.after)
+    if version >= 2:
+        return pack(size, correlation_id, layout.before, partition.index, partition.error_code, partition.base_offset,
+                    partition.log_append_time_ms, layout.between, throttle_time_ms, layout.after)
+    if version >= 1:
+        return pack(size, correlation_id, layout.before, partition.index, partition.error_code, partition.base_offset,
+                    layout.between, throttle_time_ms, layout.after)
+    return pack(size, correlation_id, layout.before, partition.index, partition.error_code, partition.base_offset,
+                layout.between, layout.after)

@@ -74,6 +74,30 @@ def test_the_broker_s_answers_take_the_hand_written_path_on_every_version() -> N
                     assert any(buffer is large for buffer in buffers)  # by reference, not copied
 
 
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(VERSIONS), st.integers(-(2**31), 2**31 - 1), st.text(max_size=140), st.uuids(),
+       st.integers(0, 2**31 - 1), st.sampled_from([0, 1, 3]), st.integers(-1, 2**62), st.integers(-1, 2**62),
+       st.integers(-1, 2**62), st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**31 - 1),
+       st.sampled_from([0, 1, 126, 127, 128, 0x3FFE, 0x3FFF, ZERO_COPY_BYTES]),
+       st.sampled_from([None, [], [AbortedTransaction(producer_id=3, first_offset=4)]]))
+def test_a_one_partition_answer_encodes_as_the_generated_class_encodes_it(
+        version: int, correlation_id: int, name: str, topic_id: uuid.UUID, index: int, error_code: int,
+        high_watermark: int, last_stable_offset: int, log_start_offset: int, session_id: int, throttle_time_ms: int,
+        records_size: int, aborted: list[AbortedTransaction] | None) -> None:
+    """The answer to a consumer of one partition has a path of its own on the flexible versions."""
+    records = bytes(range(256)) * (records_size // 256) + bytes(records_size % 256)
+    response = FetchResponse(throttle_time_ms=throttle_time_ms, session_id=session_id, responses=[
+        FetchableTopicResponse(topic=name, topic_id=topic_id, partitions=[PartitionData(
+            partition_index=index, error_code=error_code, high_watermark=high_watermark,
+            last_stable_offset=last_stable_offset, log_start_offset=log_start_offset,
+            aborted_transactions=aborted, records=records)])])
+    buffers = encode_fetch_response(response, version, correlation_id)
+    assert buffers is not None
+    assert b"".join(buffers) == generic_frame(response, version, correlation_id)
+    if version >= 12 and not aborted and records_size < 0x3FFF and (version >= 13 or len(name.encode()) < 0x7F):
+        assert len(buffers) == 1 and isinstance(buffers[0], bytes)  # one frame, from the one-partition path
+
+
 def test_what_the_hand_written_encoder_leaves_to_the_generated_one() -> None:
     response = broker_answer(b"x", None)
     response.responses[0].partitions[0].current_leader = LeaderIdAndEpoch(1, 2)

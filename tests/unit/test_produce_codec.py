@@ -24,7 +24,12 @@ from kafkalite.protocol.messages.produce_response import (
     TopicProduceResponse,
 )
 from kafkalite.protocol.primitives import Reader, Writer
-from kafkalite.protocol.produce_codec import decode_produce_request, encode_produce_response
+from kafkalite.protocol.produce_codec import (
+    _one_partition,
+    _read_one_partition,
+    decode_produce_request,
+    encode_produce_response,
+)
 from tests.unit.message_factory import build
 from tests.unit.test_codec_fuzz import mutated
 
@@ -73,6 +78,25 @@ def test_a_mutated_request_decodes_or_fails_as_the_generated_class(data: st.Data
     assert fast == generic
 
 
+@CHECKS
+@given(st.data(), st.sampled_from([v for v in VERSIONS if v >= 9]), st.none() | st.text(max_size=130),
+       st.text(max_size=130), st.integers(-(2**31), 2**31 - 1), st.none() | st.binary(max_size=300),
+       st.sampled_from([-1, 0, 1]), st.booleans())
+def test_a_one_partition_request_decodes_or_fails_as_the_generated_class(
+        data: st.DataObject, version: int, transactional_id: str | None, name: str, index: int,
+        records: bytes | None, acks: int, mutate: bool) -> None:
+    """The request almost every producer sends (one topic, one partition) has a path of its own."""
+    request = ProduceRequest(transactional_id, acks, 30_000, [TopicProduceData(name, [
+        PartitionProduceData(index, records)])])
+    body = request.encode(version)
+    if mutate:
+        body = data.draw(mutated(body), label="body")
+    elif records is not None and len(name.encode()) < 0x7F and len((transactional_id or "").encode()) < 0x7F:
+        assert _read_one_partition(memoryview(body), 0) is not None  # it takes the path of its own
+    generic, fast = decode_both(body, version)
+    assert fast == generic
+
+
 def test_records_stay_a_view_into_the_frame() -> None:
     frame = bytearray(ProduceRequest(acks=1, timeout_ms=100, topic_data=[TopicProduceData("t", [
         PartitionProduceData(0, b"batch bytes")])]).encode(9))
@@ -104,6 +128,27 @@ def test_the_broker_s_answers_take_the_hand_written_path_on_every_version() -> N
             frame = encode_produce_response(response, version, 77)
             assert frame is not None
             assert frame == generic_response_frame(response, version, 77)
+
+
+@CHECKS
+@given(st.sampled_from(VERSIONS), st.integers(-(2**31), 2**31 - 1), st.text(max_size=140),
+       st.integers(0, 2**31 - 1), st.sampled_from([0, 1, 87]), st.integers(-1, 2**62), st.integers(-1, 2**62),
+       st.integers(-1, 2**62), st.integers(0, 2**31 - 1), st.sampled_from([None, "", "m", "é" * 70]))
+def test_a_one_partition_answer_encodes_as_the_generated_class_encodes_it(
+        version: int, correlation_id: int, name: str, index: int, error_code: int, base_offset: int,
+        log_append_time_ms: int, log_start_offset: int, throttle_time_ms: int, message: str | None) -> None:
+    """The answer almost every Produce gets (one topic, one partition) has a path of its own."""
+    response = ProduceResponse(responses=[TopicProduceResponse(name, [PartitionProduceResponse(
+        index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message=message)])],
+        throttle_time_ms=throttle_time_ms)
+    for _ in range(2):  # the second time with the layout it keeps for the name
+        frame = encode_produce_response(response, version, correlation_id)
+        if len(name.encode()) < 0x7F and (message is None or len(message.encode()) < 0x7F):
+            assert frame is not None
+        if len(name.encode()) < 0x7F and message is None:  # it takes the path of its own
+            assert _one_partition(response.responses[0], throttle_time_ms, version, correlation_id) == frame
+        if frame is not None:
+            assert frame == generic_response_frame(response, version, correlation_id)
 
 
 def test_what_the_hand_written_encoder_leaves_to_the_generated_one() -> None:
