@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.protocol.errors import ErrorCode, is_retriable
+from kafkalite.protocol.errors import _DETAILS, ErrorCode, is_retriable
 
 # Codes whose Java exception class extends RetriableException in Kafka 4.x, derived by walking each
 # Errors.java constant's exception class up its `extends` chain. Asserted in both directions.
@@ -162,6 +162,10 @@ def test_every_member_has_a_one_line_description() -> None:
         assert isinstance(member.message, str), member.name
         assert member.message.strip(), member.name
         assert "\n" not in member.message, member.name
+
+
+def test_the_details_table_names_every_member_once_in_order() -> None:
+    assert list(_DETAILS) == list(ErrorCode)
 
 
 def test_members_behave_as_wire_integers() -> None:
