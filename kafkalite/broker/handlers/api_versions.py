@@ -25,12 +25,13 @@ from kafkalite.protocol.messages.api_versions_response import ApiVersion
 
 __all__ = ["api_versions_response", "handle_api_versions", "is_valid_software_string"]
 
-_SOFTWARE_STRING = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+# compiled on its first use (re's own cache), by the first request of version 3 or later, not at import
+_SOFTWARE_STRING = r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?"
 
 
 def is_valid_software_string(value: str) -> bool:
     """Kafka's check of ``client_software_name`` / ``client_software_version``."""
-    return _SOFTWARE_STRING.fullmatch(value) is not None
+    return re.fullmatch(_SOFTWARE_STRING, value) is not None
 
 
 def api_versions_response(
