@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from dataclasses import dataclass
 from typing import cast
 
 from kafkalite.broker.core.fetch_sessions import CachedPartition, FetchPlan, SessionWaiter, WantedPartition, plan_fetch
@@ -40,11 +39,15 @@ _READ_COMMITTED = 1
 _EMPTY = b""
 
 
-@dataclass(slots=True, eq=False)
 class _Result:
-    wanted: WantedPartition
-    error: ErrorCode
-    read: ReadInfo | None
+    """One partition's outcome: the error, or what was read."""
+
+    __slots__ = ("wanted", "error", "read")
+
+    def __init__(self, wanted: WantedPartition, error: ErrorCode, read: ReadInfo | None) -> None:
+        self.wanted = wanted
+        self.error = error
+        self.read = read
 
 
 @handles(api_key=1, min_version=4, max_version=17)
