@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkalite.txn_index")
 
-__all__ = ["AbortedTransactionIndex", "TXN_INDEX_SUFFIX"]
+__all__ = ["AbortedTransactionIndex", "TXN_INDEX_SUFFIX", "names_ending_with", "sync_files"]
 
 TXN_INDEX_SUFFIX: Final = ".txnindex"
 _ENTRY: Final = struct.Struct(">hqqqq")  # version, producer id, first offset, last offset, last stable offset
@@ -81,10 +81,11 @@ class AbortedTransactionIndex:
             return
         live = set(segment_bases)
         loaded: list[AbortedTxn] = []
-        for path in sorted(self.directory.glob("*" + TXN_INDEX_SUFFIX)):
-            stem = path.name[: -len(TXN_INDEX_SUFFIX)]
+        for name in sorted(names_ending_with(self.directory, TXN_INDEX_SUFFIX)):
+            stem = name[: -len(TXN_INDEX_SUFFIX)]
             if len(stem) != 20 or not stem.isdigit():
                 continue
+            path = self.directory / name
             if int(stem) not in live:
                 path.unlink(missing_ok=True)
                 continue
@@ -139,7 +140,8 @@ class AbortedTransactionIndex:
             return
         from kafkalite.broker.core.log.aborted import AbortedTxn
 
-        for path in sorted(self.directory.glob("*" + TXN_INDEX_SUFFIX)):
+        for name in sorted(names_ending_with(self.directory, TXN_INDEX_SUFFIX)):
+            path = self.directory / name
             data = path.read_bytes()
             stored = [AbortedTxn(*_ENTRY.unpack_from(data, position)[1:])
                       for position in range(0, len(data) - _ENTRY.size + 1, _ENTRY.size)]
@@ -156,9 +158,10 @@ class AbortedTransactionIndex:
         if self.directory is None or not segment_bases:
             return
         first_live = segment_bases[0]
-        for path in self.directory.glob("*" + TXN_INDEX_SUFFIX):
-            stem = path.name[: -len(TXN_INDEX_SUFFIX)]
+        for name in names_ending_with(self.directory, TXN_INDEX_SUFFIX):
+            stem = name[: -len(TXN_INDEX_SUFFIX)]
             if len(stem) == 20 and stem.isdigit() and int(stem) < first_live:
+                path = self.directory / name
                 path.unlink(missing_ok=True)
                 self._unsynced.discard(path)
 
@@ -189,6 +192,15 @@ class AbortedTransactionIndex:
             if entry.last_stable_offset >= upper_bound:
                 break
         return found
+
+
+def names_ending_with(directory: Path, suffix: str) -> list[str]:
+    """The names in ``directory`` ending with ``suffix``: what ``directory.glob("*" + suffix)`` finds (nothing
+    when the directory is missing or cannot be read), without the pattern glob compiles for each suffix."""
+    try:
+        return [name for name in os.listdir(directory) if name.endswith(suffix)]
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
 
 
 def sync_files(paths: Sequence[Path]) -> None:
