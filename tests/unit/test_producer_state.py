@@ -18,6 +18,7 @@ from kafkalite.broker.core.log.producer_state import (
     encode_snapshot,
     in_sequence,
 )
+from kafkalite.broker.core.log.txn_index import names_ending_with
 from kafkalite.broker.core.partition import Partition
 from kafkalite.protocol.compression import Compression
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -228,6 +229,18 @@ def test_idle_producers_expire_but_not_with_an_open_transaction() -> None:
 
 
 # --- snapshots and restarts ---------------------------------------------------------------------
+
+
+def test_names_ending_with_finds_what_path_glob_finds(tmp_path: Path) -> None:
+    for name in ("00000000000000000005.snapshot", ".snapshot", "a.snapshot.tmp", "b.SNAPSHOT", ".hidden.snapshot",
+                 "00000000000000000000.txnindex", "x.log"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "dir.snapshot").mkdir()
+    for suffix in (".snapshot", ".txnindex"):
+        assert sorted(names_ending_with(tmp_path, suffix)) == sorted(
+            path.name for path in tmp_path.glob("*" + suffix))
+    assert names_ending_with(tmp_path / "missing", ".snapshot") == list((tmp_path / "missing").glob("*.snapshot")) == []
+    assert names_ending_with(tmp_path / "x.log", ".snapshot") == list((tmp_path / "x.log").glob("*.snapshot")) == []
 
 
 def test_snapshot_format_round_trips_and_detects_corruption() -> None:

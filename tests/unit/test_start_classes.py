@@ -1,4 +1,5 @@
-"""What the modules of a start cost to import: which dataclasses a start builds, which modules wait.
+"""What the modules of a start cost to import: which dataclasses a start builds (and that it builds no
+named tuple), which patterns it compiles at import, which modules wait.
 
 Making a dataclass executes the source of each method it generates (four or more for a frozen one,
 and ``slots=True`` makes the class twice); on the start path that was most of what importing the
@@ -6,7 +7,8 @@ broker cost beyond its own code. In the codec, the config room and core, a start
 nothing compares, hashes or copies with ``dataclasses.replace`` are plain slotted classes with their
 ``__init__`` written out (fields ``Final`` where they were frozen), so the dataclasses a start builds
 there are the values listed here; elsewhere a class that nothing compares is declared ``eq=False``.
-Each check runs in a fresh interpreter that imports what a bare start does."""
+A pattern a start does not use is compiled on its first use (re's own cache). Each check runs in a
+fresh interpreter that imports what a bare start does."""
 
 from __future__ import annotations
 
@@ -67,6 +69,39 @@ def test_a_start_builds_no_dataclass_in_the_codec_config_or_core_but_the_compare
         "            if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value):\n"
         "                print(f'{name}.{value.__qualname__}')\n")
     assert sorted(lines) == BUILT_IN_THE_LOWER_ROOMS, "a class nothing compares: a slotted class with an __init__"
+
+
+def test_a_start_builds_no_named_tuple_class() -> None:
+    """typing.NamedTuple and collections.namedtuple execute the source of the __new__ they generate."""
+    lines = fresh(
+        "import importlib, sys\n"
+        f"for name in {START_IMPORTS + FIRST_REQUESTS!r}:\n"
+        "    importlib.import_module(name)\n"
+        "for name, module in sorted(sys.modules.items()):\n"
+        "    if name.startswith('kafkalite.'):\n"
+        "        for value in vars(module).values():\n"
+        "            if (isinstance(value, type) and value.__module__ == name and issubclass(value, tuple)\n"
+        "                    and hasattr(value, '_fields')):\n"
+        "                print(f'{name}.{value.__qualname__}')\n")
+    assert lines == []
+
+
+# compiled at import because a start or its first requests use them: the listeners (every start parses
+# them) and legal topic names (the first Metadata creates its topic); other patterns wait for their first use
+PATTERNS_OF_A_START = ["kafkalite.broker.config.broker_config._LISTENER", "kafkalite.broker.core.topics._LEGAL_NAME"]
+
+
+def test_a_start_compiles_at_import_only_the_patterns_it_uses() -> None:
+    lines = fresh(
+        "import importlib, re, sys\n"
+        f"for name in {START_IMPORTS + FIRST_REQUESTS!r}:\n"
+        "    importlib.import_module(name)\n"
+        "for name, module in sorted(sys.modules.items()):\n"
+        "    if name.startswith('kafkalite.'):\n"
+        "        for key, value in vars(module).items():\n"
+        "            if isinstance(value, re.Pattern):\n"
+        "                print(f'{name}.{key}')\n")
+    assert sorted(lines) == PATTERNS_OF_A_START
 
 
 def test_a_start_and_its_first_requests_leave_what_they_do_not_use_unimported() -> None:
