@@ -34,23 +34,28 @@ _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
 _HEADER_V1 = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 _HEADER_V1_SIZE = _HEADER_V1.size
-_header_versions: dict[tuple[int, int], int] = {}  # (api key, api version) -> request header version
+_NEVER_FLEXIBLE = 1 << 16  # above every int16 version: no request header of this API key is v2
+_flexible_from: dict[int, int] = {}  # API key -> first request version whose header is v2 (filled on first sight)
 _response_header_versions: dict[tuple[int, int], int] = {}  # (api key, api version) -> response header version
 _SIZE_AND_CORRELATION_ID = struct.Struct(">ii")  # a frame's size prefix, then response header v0
 _SIZE_AND_HEADER = struct.Struct(">ihhi")  # a frame's size prefix, then request header v1's fixed part
-_new_reader = object.__new__
+_new = object.__new__
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
     """The request header version a client uses for this request (1 or 2)."""
-    known = _header_versions.get((api_key, api_version))
-    if known is not None:
-        return known
+    flexible_from = _flexible_from.get(api_key)
+    return 2 if api_version >= (_first_flexible_version(api_key) if flexible_from is None else flexible_from) else 1
+
+
+def _first_flexible_version(api_key: int) -> int:
+    """The first version of this API whose request header is v2 (flexible), remembered for known keys."""
     request_type = REQUESTS.get(api_key)
-    header_version = 2 if request_type is not None and request_type.is_flexible(api_version) else 1
-    if request_type is not None and request_type.VALID_VERSIONS[0] <= api_version <= request_type.VALID_VERSIONS[1]:
-        _header_versions[(api_key, api_version)] = header_version  # bounded: the schemas' versions only
-    return header_version
+    if request_type is None:
+        return _NEVER_FLEXIBLE
+    first = _NEVER_FLEXIBLE if request_type.FLEXIBLE_FROM is None else request_type.FLEXIBLE_FROM
+    _flexible_from[api_key] = first  # bounded: the schemas' API keys only
+    return first
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
@@ -93,7 +98,8 @@ def parse_request(frame: bytes | bytearray | memoryview) -> RequestFrame:
     """Decode the request header of one frame (without its size prefix).
 
     Header v1 and v2 share their fixed part and the int16-length client id; v2 adds a tagged-field
-    section. Read here with one ``unpack_from``: this runs for every request."""
+    section. Read here with one ``unpack_from``, and the header and frame objects filled in without
+    their ``__init__`` calls: this runs for every request."""
     try:
         api_key, api_version, correlation_id, client_id_size = _HEADER_V1.unpack_from(frame, 0)
     except struct.error:
@@ -103,9 +109,6 @@ def parse_request(frame: bytes | bytearray | memoryview) -> RequestFrame:
         reader = Reader(frame)
         header = RequestHeader.decode_from(reader, request_header_version(api_key, api_version))
         return RequestFrame(header, reader)
-    header_version = _header_versions.get((api_key, api_version))
-    if header_version is None:
-        header_version = request_header_version(api_key, api_version)
     client_id: str | None = None
     if client_id_size >= 0:
         position = _HEADER_V1_SIZE + client_id_size
@@ -123,16 +126,25 @@ def parse_request(frame: bytes | bytearray | memoryview) -> RequestFrame:
     if type(frame) is memoryview and (frame.format != "B" or frame.ndim != 1):
         reader = Reader(frame, position)
     else:  # the reader of every frame net.py cuts: a view of a bytes-like, skipping Reader's checks
-        reader = _new_reader(Reader)
+        reader = _new(Reader)
         reader.view, reader.pos = memoryview(frame), position
     unknown_tagged_fields = None
-    if header_version >= 2:
-        try:
-            unknown_tagged_fields = reader.skip_tagged_fields()
-        except (struct.error, IndexError, ValueError, OverflowError) as exc:
-            raise ProtocolError(f"malformed RequestHeader v2: {exc}") from None
-    header = RequestHeader(api_key, api_version, correlation_id, client_id, unknown_tagged_fields)
-    return RequestFrame(header, reader)
+    flexible_from = _flexible_from.get(api_key)
+    if api_version >= (_first_flexible_version(api_key) if flexible_from is None else flexible_from):
+        view = reader.view
+        if position < len(view) and view[position] == 0:  # no tagged fields: nearly every header
+            reader.pos = position + 1
+        else:
+            try:
+                unknown_tagged_fields = reader.skip_tagged_fields()
+            except (struct.error, IndexError, ValueError, OverflowError) as exc:
+                raise ProtocolError(f"malformed RequestHeader v2: {exc}") from None
+    header = _new(RequestHeader)  # what RequestHeader(...) makes, without the __init__ call
+    header.request_api_key, header.request_api_version, header.correlation_id = api_key, api_version, correlation_id
+    header.client_id, header.unknown_tagged_fields = client_id, unknown_tagged_fields
+    request = _new(RequestFrame)
+    request.header, request.body = header, reader
+    return request
 
 
 _PRODUCE, _FETCH = 0, 1  # the API keys with hand-written codecs

@@ -1,8 +1,9 @@
-"""The headers framing writes and skips by hand are the bytes the generated header messages give.
+"""The headers framing writes, reads and skips by hand are the generated header messages' bytes and values.
 
 ``encode_request``/``encode_request_buffers`` write the request header and ``encode_response`` the
-response header without a header message object, and ``parse_response_header`` skips one without
-decoding it: each is compared here with ``RequestHeader``/``ResponseHeader`` at both header versions.
+response header without a header message object, ``parse_request`` fills a ``RequestHeader`` in
+without its ``__init__`` and ``parse_response_header`` skips a header without decoding it: each is
+compared here with ``RequestHeader``/``ResponseHeader`` at both header versions.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from kafkalite.protocol.messages import (
     RequestHeader,
     ResponseHeader,
 )
-from kafkalite.protocol.primitives import Writer
+from kafkalite.protocol.primitives import Reader, Writer
 
 # (request, version): a non-flexible one (header v1) and a flexible one (header v2)
 REQUESTS = [(HeartbeatRequest(group_id="g", generation_id=3, member_id="m"), 3),
@@ -81,3 +82,24 @@ def test_a_truncated_response_header_is_a_protocol_error(frame: bytes) -> None:
     with pytest.raises(ProtocolError):
         reader = parse_response_header(frame, 12, 4)  # header v1: correlation id, then tagged fields
         HeartbeatResponse.decode_from(reader, 4)
+
+
+@pytest.mark.parametrize(("api_key", "version"), [(12, 3), (12, 4), (3, 12), (0, 9), (1, 17), (18, 3), (999, 2)])
+@pytest.mark.parametrize("tagged", [None, [(3, b"ab"), (70, b"")]])
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_parse_request_gives_the_header_request_header_decodes(
+        api_key: int, version: int, tagged: list[tuple[int, bytes]] | None, kind: type) -> None:
+    """Header and body position as ``RequestHeader.decode_from`` gives them, tagged fields (v2) kept,
+    from every kind of buffer; an API key no schema has gets header v1."""
+    header_version = request_header_version(api_key, version)
+    first_flexible = {12: 4, 3: 9, 0: 9, 1: 12, 18: 3}  # the schemas' flexibleVersions
+    assert header_version == (2 if version >= first_flexible.get(api_key, 1 << 16) else 1)
+    header = RequestHeader(api_key, version, 41, "c-1", tagged if header_version == 2 else None)
+    writer = Writer()
+    header.encode_into(writer, header_version)
+    frame = writer.getvalue() + b"body"
+    parsed = parse_request(kind(frame))
+    assert type(parsed.header) is RequestHeader
+    assert parsed.header == RequestHeader.decode_from(Reader(frame), header_version) == header
+    assert parsed.header.unknown_tagged_fields == header.unknown_tagged_fields
+    assert bytes(parsed.body.view[parsed.body.pos:]) == b"body"
