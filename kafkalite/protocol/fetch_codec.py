@@ -11,9 +11,9 @@ own, so stored batches are not copied. A record set may also hold pieces that ar
 (any ``Region``: an object with a length, such as the broker's file regions); each stays an item of
 its own, in order, for the writer to send, and its length counts in the frame's sizes.
 The answer to a consumer of one partition (flexible versions, no aborted transactions, a records
-value below 16 KiB) is one ``bytes`` joined from two ``struct`` calls, the topic and the records.
-What it does not take on it leaves to the generated code
-(it answers None): a ``diverging_epoch``, ``current_leader`` or ``snapshot_id`` other than the
+value below 16 KiB: one buffer, or a list of one as the broker reads it) is one ``bytes`` joined
+from two ``struct`` calls, the topic and the records. What it does not take on it leaves to the
+generated code (it answers None): a ``diverging_epoch``, ``current_leader`` or ``snapshot_id`` other than the
 default, ``node_endpoints``, or unknown tagged fields. A unit test checks it against the generated
 encoder on every version.
 """
@@ -271,6 +271,8 @@ def _one_partition(response: FetchResponse, topic: FetchableTopicResponse, versi
     with a small records value, and nothing but defaults in its tagged fields; else None."""
     partition = topic.partitions[0]
     records, aborted = partition.records, partition.aborted_transactions
+    if type(records) is list and len(records) == 1:  # what the broker reads: a list of stored batches
+        records = records[0]
     if ((aborted is not None and len(aborted) != 0) or topic.unknown_tagged_fields is not None
             or partition.unknown_tagged_fields is not None or not _defaults_only(partition)
             or not isinstance(records, (bytes, bytearray, memoryview)) or len(records) >= 0x3FFF):

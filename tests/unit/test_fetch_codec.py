@@ -79,18 +79,20 @@ def test_the_broker_s_answers_take_the_hand_written_path_on_every_version() -> N
        st.integers(0, 2**31 - 1), st.sampled_from([0, 1, 3]), st.integers(-1, 2**62), st.integers(-1, 2**62),
        st.integers(-1, 2**62), st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**31 - 1),
        st.sampled_from([0, 1, 126, 127, 128, 0x3FFE, 0x3FFF, ZERO_COPY_BYTES]),
-       st.sampled_from([None, [], [AbortedTransaction(producer_id=3, first_offset=4)]]))
+       st.sampled_from([None, [], [AbortedTransaction(producer_id=3, first_offset=4)]]), st.booleans())
 def test_a_one_partition_answer_encodes_as_the_generated_class_encodes_it(
         version: int, correlation_id: int, name: str, topic_id: uuid.UUID, index: int, error_code: int,
         high_watermark: int, last_stable_offset: int, log_start_offset: int, session_id: int, throttle_time_ms: int,
-        records_size: int, aborted: list[AbortedTransaction] | None) -> None:
-    """The answer to a consumer of one partition has a path of its own on the flexible versions."""
-    records = bytes(range(256)) * (records_size // 256) + bytes(records_size % 256)
+        records_size: int, aborted: list[AbortedTransaction] | None, as_read: bool) -> None:
+    """The answer to a consumer of one partition has a path of its own on the flexible versions, for its
+    records as one buffer or as the broker reads them (a list of one)."""
+    batch = bytes(range(256)) * (records_size // 256) + bytes(records_size % 256)
+    records: object = [batch] if as_read else batch
     response = FetchResponse(throttle_time_ms=throttle_time_ms, session_id=session_id, responses=[
         FetchableTopicResponse(topic=name, topic_id=topic_id, partitions=[PartitionData(
             partition_index=index, error_code=error_code, high_watermark=high_watermark,
             last_stable_offset=last_stable_offset, log_start_offset=log_start_offset,
-            aborted_transactions=aborted, records=records)])])
+            aborted_transactions=aborted, records=records)])])  # type: ignore[arg-type]
     buffers = encode_fetch_response(response, version, correlation_id)
     assert buffers is not None
     assert b"".join(buffers) == generic_frame(response, version, correlation_id)
