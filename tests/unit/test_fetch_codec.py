@@ -1,6 +1,7 @@
 """The hand-written Fetch codec against the generated one on every version: the response encoder gives
 the same bytes and keeps large record sets as buffers of their own (the stored bytes, not a copy);
-the request decoder gives the same request, or the same error type, for valid and mutated bodies."""
+the request decoder (its general reader and its one-partition one) gives the same request, or the
+same error type, for valid and mutated bodies."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalite.protocol import ProtocolError
-from kafkalite.protocol.fetch_codec import ZERO_COPY_BYTES, _read_request, decode_fetch_request, encode_fetch_response
+from kafkalite.protocol.fetch_codec import (
+    ZERO_COPY_BYTES,
+    _read_one_partition,
+    _read_request,
+    decode_fetch_request,
+    encode_fetch_response,
+)
 from kafkalite.protocol.messages import FetchRequest, FetchResponse, ResponseHeader
-from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic
+from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic, ForgottenTopic
 from kafkalite.protocol.messages.fetch_response import (
     AbortedTransaction,
     FetchableTopicResponse,
@@ -153,3 +160,69 @@ def test_a_consumer_s_request_takes_the_hand_written_path() -> None:
         body = request.encode(version)
         reader = Reader(body)
         assert _read_request(reader, version) == FetchRequest.decode(body, version) and reader.pos == len(body)
+
+
+ONE_PARTITION_VERSIONS = range(12, FetchRequest.VALID_VERSIONS[1] + 1)
+
+
+def one_partition_request(draw: st.DrawFn, version: int) -> FetchRequest:
+    """A consumer's request for one partition of one topic, fields drawn over their whole ranges."""
+    int32, int64 = st.integers(-(2**31), 2**31 - 1), st.integers(-(2**63), 2**63 - 1)
+    return FetchRequest(
+        replica_id=draw(int32) if version <= 14 else -1, max_wait_ms=draw(int32), min_bytes=draw(int32),
+        max_bytes=draw(int32), isolation_level=draw(st.integers(-128, 127)), session_id=draw(int32),
+        session_epoch=draw(int32), rack_id=draw(st.sampled_from(["", "r", "rack-ü", "x" * 126, "x" * 127])),
+        topics=[FetchTopic(
+            topic=draw(st.sampled_from(["", "orders", "ünïcode", "t" * 126, "t" * 127])) if version <= 12 else "",
+            topic_id=draw(st.uuids()) if version >= 13 else uuid.UUID(int=0),
+            partitions=[FetchPartition(
+                partition=draw(int32), current_leader_epoch=draw(int32), fetch_offset=draw(int64),
+                last_fetched_epoch=draw(int32), log_start_offset=draw(int64), partition_max_bytes=draw(int32))])])
+
+
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_one_partition_request_decodes_as_the_generated_class_decodes_it(data: st.DataObject) -> None:
+    """Every v12+ consumer's request for one partition takes the path without loops (when its
+    lengths fit one byte), and that path reads what the generated class reads."""
+    version = data.draw(st.sampled_from(ONE_PARTITION_VERSIONS), label="version")
+    request = one_partition_request(data.draw, version)
+    body = request.encode(version)
+    generic, fast = decode_both(body, version)
+    assert fast == generic
+    one = _read_one_partition(memoryview(body), 0, version)
+    short_lengths = len(request.rack_id.encode()) < 0x7F and len(request.topics[0].topic.encode()) < 0x7F
+    assert (one is not None) == short_lengths
+    if one is not None:
+        assert one == FetchRequest.decode(body, version)
+
+
+@settings(max_examples=600, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_a_mutated_one_partition_request_decodes_or_fails_as_the_generated_class(data: st.DataObject) -> None:
+    version = data.draw(st.sampled_from(ONE_PARTITION_VERSIONS), label="version")
+    body = data.draw(mutated(one_partition_request(data.draw, version).encode(version)), label="body")
+    generic, fast = decode_both(body, version)
+    assert fast == generic
+
+
+def test_what_the_one_partition_reader_leaves_to_the_general_one() -> None:
+    """Two partitions, two topics, a forgotten topic, tagged fields: the general reader's, same result."""
+    partition = FetchPartition(partition=1, fetch_offset=5, partition_max_bytes=100)
+    requests = [
+        FetchRequest(topics=[FetchTopic(topic="a", topic_id=uuid.UUID(int=1), partitions=[partition, partition])]),
+        FetchRequest(topics=[FetchTopic(topic="a", topic_id=uuid.UUID(int=1), partitions=[partition]),
+                             FetchTopic(topic="b", topic_id=uuid.UUID(int=2), partitions=[partition])]),
+        FetchRequest(topics=[FetchTopic(topic="a", topic_id=uuid.UUID(int=1), partitions=[partition])],
+                     forgotten_topics_data=[ForgottenTopic(topic="b", topic_id=uuid.UUID(int=2), partitions=[0])]),
+        FetchRequest(cluster_id="c", topics=[FetchTopic(topic="a", topic_id=uuid.UUID(int=1),
+                                                        partitions=[partition])]),
+        FetchRequest(topics=[]),
+    ]
+    for version in ONE_PARTITION_VERSIONS:
+        for request in requests:
+            body = request.encode(version)
+            assert _read_one_partition(memoryview(body), 0, version) is None
+            generic, fast = decode_both(body, version)
+            assert fast == generic
