@@ -71,6 +71,9 @@ INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 
 PartitionKey = tuple[object, int]  # (topic name or topic id, partition index)
+_NONE, _UNKNOWN_TOPIC_ID = ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_ID
+_UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+_NO_PARTITIONS: list[Partition] = []  # (never added to) the partitions of a topic not found
 _ORDER = operator.attrgetter("order")
 # A fetch parked on a session: (the session's partition, the Partition, appended bytes or 0 or OFFSETS_MOVED).
 SessionWaiter = Callable[["CachedPartition", Partition, int], None]
@@ -315,6 +318,9 @@ def plan_fetch(sessions: FetchSessionCache, topics: TopicManager, request: Fetch
     id and epoch ask, then list the partitions to read (an incremental fetch reads the partitions of
     its session that changed or still have something to say, at the positions it remembers)."""
     by_id = version >= 13
+    if version < 7 or (request.session_epoch == FINAL_EPOCH and not request.session_id):
+        # sessionless, and no session to close: what a consumer without a session sends every poll
+        return FetchPlan(_requested(topics, request, by_id), 0, False, _NONE, None, topics, by_id)
     session: FetchSession | None = None
     incremental = False
     response_session_id = 0
@@ -366,33 +372,28 @@ def _requested(topics: TopicManager, request: FetchRequest, by_id: bool) -> list
     requested: list[WantedPartition] = []
     for fetch_topic in request.topics:
         if by_id:
-            topic = topics.by_id(fetch_topic.topic_id)
             key: object = fetch_topic.topic_id
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
+            topic = topics.by_id(fetch_topic.topic_id)
         else:
-            topic = topics.get(fetch_topic.topic)
             key = fetch_topic.topic
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            topic = topics.get(fetch_topic.topic)
+        if topic is not None:
+            name: str | None = topic.name
+            topic_id, partitions, missing = topic.topic_id, topic.partitions, _UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            name = None if by_id else fetch_topic.topic
+            topic_id, partitions = fetch_topic.topic_id, _NO_PARTITIONS
+            missing = _UNKNOWN_TOPIC_ID if by_id else _UNKNOWN_TOPIC_OR_PARTITION
         for fetch_partition in fetch_topic.partitions:
-            partition = None
-            error = ErrorCode.NONE
-            if topic is None:
-                error = missing
-            elif 0 <= fetch_partition.partition < len(topic.partitions):
-                partition = topic.partitions[fetch_partition.partition]
+            index = fetch_partition.partition
+            if 0 <= index < len(partitions):
+                partition: Partition | None = partitions[index]
+                error = _NONE
             else:
-                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            requested.append(WantedPartition(
-                topic=key,
-                name=topic.name if topic is not None else (None if by_id else fetch_topic.topic),
-                topic_id=topic.topic_id if topic is not None else fetch_topic.topic_id,
-                partition_index=fetch_partition.partition,
-                fetch_offset=fetch_partition.fetch_offset,
-                partition_max_bytes=fetch_partition.partition_max_bytes,
-                current_leader_epoch=fetch_partition.current_leader_epoch,
-                partition=partition,
-                error=error,
-            ))
+                partition, error = None, missing
+            requested.append(WantedPartition(key, name, topic_id, index, fetch_partition.fetch_offset,
+                                             fetch_partition.partition_max_bytes,
+                                             fetch_partition.current_leader_epoch, partition, error))
     return requested
 
 

@@ -33,10 +33,11 @@ from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages import FetchRequest, FetchResponse
 from kafkalite.protocol.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, PartitionData
-from kafkalite.protocol.primitives import Records
+from kafkalite.protocol.primitives import UNSET, Records
 
 _READ_COMMITTED = 1
 _EMPTY = b""
+_NONE = ErrorCode.NONE
 
 
 class _Result:
@@ -189,42 +190,47 @@ def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: boo
     ``FileRegion`` objects (the connection sends them with ``os.sendfile`` or reads them as it writes).
     ``appended``: batches appends handed over, by ``id`` of their partition, answered from when they
     are exactly what the read would return."""
+    if len(wanted) == 1:  # a consumer of one partition
+        item = wanted[0]
+        return [_read(item, min(item.partition_max_bytes, max_bytes), True, read_committed, file_regions, appended)]
     results = []
     remaining = max_bytes
     min_one_batch = True
     for item in wanted:
-        partition = item.partition
-        if partition is None:
-            results.append(_Result(item, item.error, None))
-            continue
-        if partition.deleted:  # deleted while this fetch waited: as if it had never been found
-            by_id = isinstance(item.topic, uuid.UUID)
-            results.append(_Result(item, ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   None))
-            continue
-        epoch_error = partition.check_leader_epoch(item.current_leader_epoch)
-        if epoch_error:
-            results.append(_Result(item, epoch_error, None))
-            continue
-        limit = min(item.partition_max_bytes, remaining)
-        handed = appended.get(id(partition)) if appended else None
-        read = None if handed is None else partition.read_appended(
-            handed, item.fetch_offset, limit, min_one_batch=min_one_batch, read_committed=read_committed)
-        if read is None:
-            try:
-                read = partition.read(item.fetch_offset, limit, min_one_batch=min_one_batch,
-                                      read_committed=read_committed, file_regions=file_regions)
-            except OffsetOutOfRange:
-                results.append(_Result(item, ErrorCode.OFFSET_OUT_OF_RANGE, None))
-                continue
-            except OSError:  # a segment file that cannot be read (or reopened)
-                results.append(_Result(item, ErrorCode.KAFKA_STORAGE_ERROR, None))
-                continue
-        if read.size:
+        result = _read(item, min(item.partition_max_bytes, remaining), min_one_batch, read_committed, file_regions,
+                       appended)
+        read = result.read
+        if read is not None and read.size:
             min_one_batch = False
             remaining = max(0, remaining - read.size)
-        results.append(_Result(item, ErrorCode.NONE, read))
+        results.append(result)
     return results
+
+
+def _read(item: WantedPartition, limit: int, min_one_batch: bool, read_committed: bool, file_regions: bool,
+          appended: dict[int, AppendedBatch] | None) -> _Result:
+    """One partition read within ``limit`` (at least its first batch with ``min_one_batch``), or its error."""
+    partition = item.partition
+    if partition is None:
+        return _Result(item, item.error, None)
+    if partition.deleted:  # deleted while this fetch waited: as if it had never been found
+        by_id = isinstance(item.topic, uuid.UUID)
+        return _Result(item, ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+    epoch_error = partition.check_leader_epoch(item.current_leader_epoch)
+    if epoch_error:
+        return _Result(item, epoch_error, None)
+    handed = appended.get(id(partition)) if appended else None
+    read = None if handed is None else partition.read_appended(
+        handed, item.fetch_offset, limit, min_one_batch=min_one_batch, read_committed=read_committed)
+    if read is None:
+        try:
+            read = partition.read(item.fetch_offset, limit, min_one_batch=min_one_batch,
+                                  read_committed=read_committed, file_regions=file_regions)
+        except OffsetOutOfRange:
+            return _Result(item, ErrorCode.OFFSET_OUT_OF_RANGE, None)
+        except OSError:  # a segment file that cannot be read (or reopened)
+            return _Result(item, ErrorCode.KAFKA_STORAGE_ERROR, None)
+    return _Result(item, _NONE, read)
 
 
 def _aborted(read: ReadInfo | None) -> list[AbortedTransaction]:
@@ -236,7 +242,7 @@ def _aborted(read: ReadInfo | None) -> list[AbortedTransaction]:
 
 def _respond(results: list[_Result], version: int, read_committed: bool, session_id: int,
              incremental: bool) -> FetchResponse:
-    response = FetchResponse(session_id=session_id)
+    responses: list[FetchableTopicResponse] = []
     current: FetchableTopicResponse | None = None
     for result in results:
         item = result.wanted
@@ -255,16 +261,13 @@ def _respond(results: list[_Result], version: int, read_committed: bool, session
         if not incremental and item.cached is not None:
             item.cached.must_send(high_watermark, last_stable, log_start, False, False)
         if current is None or current.topic_id != item.topic_id or current.topic != (item.name or ""):
-            current = FetchableTopicResponse(topic=item.name or "", topic_id=item.topic_id)
-            response.responses.append(current)
+            current = FetchableTopicResponse(item.name or "", item.topic_id, [])
+            responses.append(current)
+        # (positional: partition index, error code, high watermark, last stable offset, log start offset,
+        # diverging epoch, current leader, snapshot id (their defaults), aborted transactions, preferred
+        # read replica, records; file regions among the records are pieces fetch_codec passes through)
         current.partitions.append(PartitionData(
-            partition_index=item.partition_index,
-            error_code=result.error,
-            high_watermark=high_watermark,
-            last_stable_offset=last_stable,
-            log_start_offset=log_start,
-            aborted_transactions=_aborted(read) if read_committed else None,
-            # file regions among the records are pieces fetch_codec passes through (its ``Region``)
-            records=cast(Records, read.records) if read is not None and read.size else _EMPTY,
-        ))
-    return response
+            item.partition_index, result.error, high_watermark, last_stable, log_start, UNSET, UNSET, UNSET,
+            _aborted(read) if read_committed else None, -1,
+            cast(Records, read.records) if read is not None and read.size else _EMPTY))
+    return FetchResponse(0, 0, session_id, responses)
