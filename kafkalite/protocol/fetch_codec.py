@@ -27,6 +27,7 @@ from typing import Protocol
 from uuid import UUID
 
 from kafkalite.protocol.exceptions import ProtocolError
+from kafkalite.protocol.messages import fetch_response as _fetch_response
 from kafkalite.protocol.messages.fetch_request import (
     FetchPartition,
     FetchRequest,
@@ -45,7 +46,8 @@ from kafkalite.protocol.messages.fetch_response import (
 )
 from kafkalite.protocol.primitives import ZERO_UUID, Reader, append_uvarint, not_null
 
-__all__ = ["ZERO_COPY_BYTES", "Region", "decode_fetch_request", "encode_fetch_response"]
+__all__ = ["NO_CURRENT_LEADER", "NO_DIVERGING_EPOCH", "NO_SNAPSHOT_ID", "ZERO_COPY_BYTES", "Region",
+           "decode_fetch_request", "encode_fetch_response"]
 
 ZERO_COPY_BYTES = 16 * 1024  # as the generic Writer: smaller record sets are copied into the frame
 _INT16 = struct.Struct(">h")
@@ -57,6 +59,12 @@ _PARTITION = {  # index, error code, high watermark, [last stable offset (v4+)],
     version: struct.Struct(">ihq" + "q" * ((version >= 4) + (version >= 5))) for version in range(18)
 }
 _EPOCH, _LEADER, _SNAPSHOT = EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId()
+# A partition's tagged structs at their defaults: the generated module's own defaults, which its encoder
+# leaves unwritten as equal to themselves. An answer may hold them (and then needs no struct of its
+# own); nothing changes them. The one-partition path knows them by identity.
+NO_DIVERGING_EPOCH: EpochEndOffset = _fetch_response._EpochEndOffset_DEFAULT
+NO_CURRENT_LEADER: LeaderIdAndEpoch = _fetch_response._LeaderIdAndEpoch_DEFAULT
+NO_SNAPSHOT_ID: SnapshotId = _fetch_response._SnapshotId_DEFAULT
 _Buffer = bytes | bytearray | memoryview
 
 
@@ -367,6 +375,8 @@ def _one_partition(response: FetchResponse, topic: FetchableTopicResponse, versi
 def _defaults_only(partition: PartitionData) -> bool:
     """Whether the partition's tagged fields are all at their defaults (so none is written)."""
     epoch, leader, snapshot = partition.diverging_epoch, partition.current_leader, partition.snapshot_id
+    if epoch is NO_DIVERGING_EPOCH and leader is NO_CURRENT_LEADER and snapshot is NO_SNAPSHOT_ID:
+        return True  # the broker's answers
     return (epoch.epoch == _EPOCH.epoch and epoch.end_offset == _EPOCH.end_offset
             and epoch.unknown_tagged_fields is None
             and leader.leader_id == _LEADER.leader_id and leader.leader_epoch == _LEADER.leader_epoch

@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 
 from kafkalite.protocol import ProtocolError
 from kafkalite.protocol.fetch_codec import (
+    NO_CURRENT_LEADER,
+    NO_DIVERGING_EPOCH,
+    NO_SNAPSHOT_ID,
     ZERO_COPY_BYTES,
     _read_one_partition,
     _read_request,
@@ -86,13 +89,14 @@ def test_the_broker_s_answers_take_the_hand_written_path_on_every_version() -> N
        st.integers(0, 2**31 - 1), st.sampled_from([0, 1, 3]), st.integers(-1, 2**62), st.integers(-1, 2**62),
        st.integers(-1, 2**62), st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**31 - 1),
        st.sampled_from([0, 1, 126, 127, 128, 0x3FFE, 0x3FFF, ZERO_COPY_BYTES]),
-       st.sampled_from([None, [], [AbortedTransaction(producer_id=3, first_offset=4)]]), st.booleans())
+       st.sampled_from([None, [], [AbortedTransaction(producer_id=3, first_offset=4)]]), st.booleans(), st.booleans())
 def test_a_one_partition_answer_encodes_as_the_generated_class_encodes_it(
         version: int, correlation_id: int, name: str, topic_id: uuid.UUID, index: int, error_code: int,
         high_watermark: int, last_stable_offset: int, log_start_offset: int, session_id: int, throttle_time_ms: int,
-        records_size: int, aborted: list[AbortedTransaction] | None, as_read: bool) -> None:
+        records_size: int, aborted: list[AbortedTransaction] | None, as_read: bool, shared: bool) -> None:
     """The answer to a consumer of one partition has a path of its own on the flexible versions, for its
-    records as one buffer or as the broker reads them (a list of one)."""
+    records as one buffer or as the broker reads them (a list of one), its tagged structs its own or
+    the shared defaults the broker's answers hold."""
     batch = bytes(range(256)) * (records_size // 256) + bytes(records_size % 256)
     records: object = [batch] if as_read else batch
     response = FetchResponse(throttle_time_ms=throttle_time_ms, session_id=session_id, responses=[
@@ -100,6 +104,10 @@ def test_a_one_partition_answer_encodes_as_the_generated_class_encodes_it(
             partition_index=index, error_code=error_code, high_watermark=high_watermark,
             last_stable_offset=last_stable_offset, log_start_offset=log_start_offset,
             aborted_transactions=aborted, records=records)])])  # type: ignore[arg-type]
+    if shared:
+        partition = response.responses[0].partitions[0]
+        partition.diverging_epoch, partition.current_leader = NO_DIVERGING_EPOCH, NO_CURRENT_LEADER
+        partition.snapshot_id = NO_SNAPSHOT_ID
     buffers = encode_fetch_response(response, version, correlation_id)
     assert buffers is not None
     assert b"".join(buffers) == generic_frame(response, version, correlation_id)

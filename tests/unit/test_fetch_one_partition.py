@@ -16,6 +16,7 @@ from kafkalite.broker.core.fetch_sessions import WantedPartition, plan_fetch
 from kafkalite.broker.handlers.fetch import _read_all, handle_fetch
 from kafkalite.broker.handlers.registry import RequestContext
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.fetch_codec import NO_CURRENT_LEADER, NO_DIVERGING_EPOCH, NO_SNAPSHOT_ID
 from kafkalite.protocol.messages import FetchRequest, FetchResponse
 from kafkalite.protocol.messages.fetch_request import FetchPartition, FetchTopic
 from kafkalite.protocol.records import RecordBatchBuilder
@@ -135,6 +136,9 @@ def test_one_partition_answers_as_in_a_fetch_of_several(cluster: Cluster, versio
                 context = RequestContext(cluster, 1, version, 7, "test-client", "127.0.0.1:5555")
                 response = handle_fetch(context, fetch_request)
                 assert isinstance(response, FetchResponse)
+                for partition in response.responses[0].partitions:  # no tagged struct of its own to build
+                    assert partition.diverging_epoch is NO_DIVERGING_EPOCH
+                    assert partition.current_leader is NO_CURRENT_LEADER and partition.snapshot_id is NO_SNAPSHOT_ID
                 answers.append(FetchResponse.decode(response.encode(version), version))
             alone, together = answers
             assert alone.responses[0].partitions[0] == together.responses[0].partitions[0]

@@ -31,9 +31,10 @@ from kafkalite.broker.core.partition import AppendedBatch, Listener, Partition, 
 from kafkalite.broker.handlers.delayed import DelayedAnswer, after_dispatch
 from kafkalite.broker.handlers.registry import RequestContext, handles
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.fetch_codec import NO_CURRENT_LEADER, NO_DIVERGING_EPOCH, NO_SNAPSHOT_ID
 from kafkalite.protocol.messages import FetchRequest, FetchResponse
 from kafkalite.protocol.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, PartitionData
-from kafkalite.protocol.primitives import UNSET, Records
+from kafkalite.protocol.primitives import Records
 
 _READ_COMMITTED = 1
 _EMPTY = b""
@@ -264,10 +265,11 @@ def _respond(results: list[_Result], version: int, read_committed: bool, session
             current = FetchableTopicResponse(item.name or "", item.topic_id, [])
             responses.append(current)
         # (positional: partition index, error code, high watermark, last stable offset, log start offset,
-        # diverging epoch, current leader, snapshot id (their defaults), aborted transactions, preferred
-        # read replica, records; file regions among the records are pieces fetch_codec passes through)
+        # diverging epoch, current leader, snapshot id (their shared defaults), aborted transactions,
+        # preferred read replica, records; file regions among the records are pieces fetch_codec passes through)
         current.partitions.append(PartitionData(
-            item.partition_index, result.error, high_watermark, last_stable, log_start, UNSET, UNSET, UNSET,
+            item.partition_index, result.error, high_watermark, last_stable, log_start, NO_DIVERGING_EPOCH,
+            NO_CURRENT_LEADER, NO_SNAPSHOT_ID,
             _aborted(read) if read_committed else None, -1,
             cast(Records, read.records) if read is not None and read.size else _EMPTY))
     return FetchResponse(0, 0, session_id, responses)
