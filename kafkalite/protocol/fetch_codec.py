@@ -14,9 +14,9 @@ its own, in order, for the writer to send, and its length counts in the frame's 
 The answer to a consumer of one partition (flexible versions, no aborted transactions, a records
 value below 16 KiB: one buffer, or a list of one as the broker reads it) is one ``bytes`` joined
 from two ``struct`` calls, the topic and the records. What it does not take on it leaves to the
-generated code (it answers None): a ``diverging_epoch``, ``current_leader`` or ``snapshot_id`` other than the
-default, ``node_endpoints``, or unknown tagged fields. A unit test checks it against the generated
-encoder on every version.
+generated code (it answers None): a ``diverging_epoch``, ``current_leader`` or ``snapshot_id``
+other than the default, ``node_endpoints``, or unknown tagged fields. A unit test checks it against
+the generated encoder on every version.
 """
 
 from __future__ import annotations
