@@ -61,7 +61,8 @@ _PARTITION = {  # index, error code, high watermark, [last stable offset (v4+)],
 _EPOCH, _LEADER, _SNAPSHOT = EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId()
 # A partition's tagged structs at their defaults: the generated module's own defaults, which its encoder
 # leaves unwritten as equal to themselves. An answer may hold them (and then needs no struct of its
-# own); nothing changes them. The one-partition path knows them by identity.
+# own); nothing may change them in place (an answer that needs another value holds a struct of its
+# own). The one-partition path knows them by identity.
 NO_DIVERGING_EPOCH: EpochEndOffset = _fetch_response._EpochEndOffset_DEFAULT
 NO_CURRENT_LEADER: LeaderIdAndEpoch = _fetch_response._LeaderIdAndEpoch_DEFAULT
 NO_SNAPSHOT_ID: SnapshotId = _fetch_response._SnapshotId_DEFAULT

@@ -265,8 +265,9 @@ def _respond(results: list[_Result], version: int, read_committed: bool, session
             current = FetchableTopicResponse(item.name or "", item.topic_id, [])
             responses.append(current)
         # (positional: partition index, error code, high watermark, last stable offset, log start offset,
-        # diverging epoch, current leader, snapshot id (their shared defaults), aborted transactions,
-        # preferred read replica, records; file regions among the records are pieces fetch_codec passes through)
+        # diverging epoch, current leader, snapshot id (their shared defaults: to set one, assign a struct
+        # of its own, never change these in place), aborted transactions, preferred read replica, records;
+        # file regions among the records are pieces fetch_codec passes through)
         current.partitions.append(PartitionData(
             item.partition_index, result.error, high_watermark, last_stable, log_start, NO_DIVERGING_EPOCH,
             NO_CURRENT_LEADER, NO_SNAPSHOT_ID,
