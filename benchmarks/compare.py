@@ -35,7 +35,11 @@ alternate (the side that goes first alternates between reps), so drifts and neig
 alike. Every figure is its own client process. The table gives median (min-max) thousands of
 records/s over the reps, the ratio of the medians (b/m > 1: kafkalite faster), MB/s (10^6 bytes of
 record values), the CPU seconds each server process used during the op (median), and its RSS after
-the op (largest). Failed or incomplete runs are flagged and left out of the medians. Nothing is asserted.
+the op (largest). A second table says where each op's time went: how many cores the client process, the
+server process and the whole machine kept busy while the client ran (CPU seconds over wall seconds, from
+``/proc`` and the client's rusage; the client's start and stop included) and how much the host stole
+from this VM; a server busy well under a core on a machine with cores to spare is not what set that
+row's pace. Failed or incomplete runs are flagged and left out of the medians. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -363,6 +367,23 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children_cpu_seconds() -> float:
+    """CPU seconds (user and system) of this process's finished children: the client processes."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def machine_cpu() -> tuple[float, float, float]:
+    """CPU seconds of the whole machine so far, busy (not idle, not waiting for I/O, not stolen) and
+    stolen by the host (the VM's steal time), with the monotonic clock: ``/proc/stat``."""
+    fields = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick, time.monotonic()
+
+
 def memory_mib(pid: int, field: str = "VmRSS") -> float | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -415,12 +436,20 @@ def run_client(test: dict[str, Any], op: str, bootstrap: str, topic: str, record
 def measure(test: dict[str, Any], op: str, bootstrap: str, topic: str, pid: int,
             rdkperf: str | None) -> dict[str, Any]:
     cpu0 = cpu_seconds(pid)
+    client0, machine0 = children_cpu_seconds(), machine_cpu()
     try:
         result = run_client(test, op, bootstrap, topic, rdkperf=rdkperf)
     except Exception as error:  # a failed or stuck client is a flagged row, not the end of the run
         result = {"records": 0, "bytes": 0, "seconds": 0.0, "error": f"{type(error).__name__}: {error}"[:300]}
     cpu1 = cpu_seconds(pid)
+    client1, machine1 = children_cpu_seconds(), machine_cpu()
     result["cpu"] = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+    # cores kept busy while the client process ran (its start and stop included): the server's, the
+    # client's, the whole machine's, and what the host took from this VM
+    wall = machine1[2] - machine0[2]
+    result["cores"] = {"server": None if result["cpu"] is None else result["cpu"] / wall,
+                       "client": (client1 - client0) / wall, "machine": (machine1[0] - machine0[0]) / wall,
+                       "steal": (machine1[1] - machine0[1]) / wall}
     result["rss"] = memory_mib(pid)
     result["ok"] = "error" not in result and result["records"] == test["records"] and not result.get("errors")
     seconds = result["seconds"] or math.inf
@@ -499,7 +528,46 @@ def table(tests: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[st
             mean = math.exp(sum(math.log(v) for v in values) / len(values))
             lines.append(f"geomean kafkalite/mock {op}: {mean:.2f}  (over {len(values)} tests, "
                          f"range {min(values):.2f}-{max(values):.2f})")
+    return lines + [""] + cores_table(tests, results)
+
+
+CORES = ("client", "server", "machine", "steal")
+
+
+def cores_table(tests: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[str]:
+    """Where each op's time went: the cores its client, its server and the whole machine kept busy
+    while the client ran (CPU seconds over wall seconds, median of the complete runs), m/b as above.
+    A server busy well under one core on a machine with cores to spare did not set that row's pace."""
+    width = max([len(t["id"]) for t in tests] + [4])
+    lines = [f"cores busy while the client ran (CPU s / wall s, medians; the machine has {os.cpu_count()}):",
+             f"{'test':{width}s} {'op':7s}" + "".join(f" {name + ' m/b':>13s}" for name in CORES)]
+    spare: list[tuple[float, float]] = []  # kafkalite's server and machine, per row
+    for t in tests:
+        for op in ("produce", "consume"):
+            medians: dict[tuple[str, str], float] = {}
+            for side in ("mock", "kafkalite"):
+                runs = [r for r in results if r["test"] == t["id"] and r["op"] == op and r["side"] == side
+                        and r["ok"] and "cores" in r]
+                for name in CORES:
+                    values = [r["cores"][name] for r in runs if r["cores"][name] is not None]
+                    if values:
+                        medians[side, name] = statistics.median(values)
+            if not medians:
+                continue
+            cells = "".join(f" {_pair(medians.get(('mock', n)), medians.get(('kafkalite', n))):>13s}" for n in CORES)
+            lines.append(f"{t['id']:{width}s} {op:7s}{cells}")
+            if ("kafkalite", "server") in medians and ("kafkalite", "machine") in medians:
+                spare.append((medians["kafkalite", "server"], medians["kafkalite", "machine"]))
+    if spare:
+        servers, machines = [s for s, _ in spare], [m for _, m in spare]
+        lines.append(f"kafkalite's process: {min(servers):.2f}-{max(servers):.2f} of a core (median"
+                     f" {statistics.median(servers):.2f}); the machine: {min(machines):.2f}-{max(machines):.2f}"
+                     f" of {os.cpu_count()} cores, over {len(spare)} rows")
     return lines
+
+
+def _pair(mock: float | None, kafkalite: float | None) -> str:
+    return "/".join("-" if value is None else f"{value:.2f}" for value in (mock, kafkalite))
 
 
 def compare_main(a: argparse.Namespace) -> None:
