@@ -67,12 +67,13 @@ shared machine is part of what a latency shows.
 only; compiled once a run with ``cc -O2`` into the scratch directory, and left out with one line said
 when there is no ``cc``): the same pacing, window, batching, warm-up, record values and figures (its
 clock ``CLOCK_MONOTONIC``, its own CPU from ``getrusage``), the same line of JSON, rows labelled
-``(C raw e2e)`` in both tables. Why: the Python client takes 0.4-0.8 of a core at 10 k records/s beside
-a broker on a 2-core machine, so its own CPU and wake-ups are in the latencies it measures; the C one
-spends a few microseconds of user time a record, and what remains of its CPU is the kernel's work for
-its socket calls on the loopback, which any client pays. It waits for the topic with a Metadata v9
-request (as ``rawclients.py`` does) and then talks to the first bootstrap server, so it runs against
-the mock as against kafkalite.
+``(C raw e2e)`` in both tables. Why: the Python client takes 0.6-0.8 of a core at 10 k records/s beside
+a broker on a 2-core machine, so its own CPU is in the latencies it measures; the C one spends 3-6 us
+of user time a record, and the rest of its CPU (about 30 us a record at 10 k/s) is the kernel's work
+for its socket calls on the loopback (a ``send`` also runs the receiving side's TCP and wakes the
+server), which the Python client pays as well. It waits for the topic with a Metadata v9 request (as
+``rawclients.py`` does) and then talks to the first bootstrap server, so it runs against the mock as
+against kafkalite.
 """
 
 from __future__ import annotations
