@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import struct
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,8 +40,8 @@ def c_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return binary
 
 
-def run(binary: Path, bootstrap: str, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(binary), "--bootstrap", bootstrap, "--topic", f"c-e2e-{uuid.uuid4().hex[:8]}",
+def run(binary: Path, bootstrap: str, *options: str, topic: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(binary), "--bootstrap", bootstrap, "--topic", topic or f"c-e2e-{uuid.uuid4().hex[:8]}",
                            "--rate", str(RATE), "--seconds", str(SECONDS), *options],
                           capture_output=True, text=True, timeout=120)
 
@@ -73,6 +75,37 @@ def test_every_acknowledged_record_reaches_the_consumer(c_client: Path, broker: 
     assert done.stderr == ""
     (line,) = done.stdout.splitlines()
     check_counts(json.loads(line), most_a_request)
+
+
+def test_its_records_read_back_with_another_client(c_client: Path, broker: BrokerProcess) -> None:
+    """librdkafka decodes what the C client wrote: 100-byte values that start with the send and due
+    times (the send at or after the due time, both in this run) and go on with ``x``, no keys."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = f"c-e2e-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter_ns()  # the client's clock is CLOCK_MONOTONIC, as perf_counter_ns here
+    done = run(c_client, broker.bootstrap_servers, "--acks", "all", "--max-batch-records", "7", topic=topic)
+    ended = time.perf_counter_ns()
+    assert done.returncode == 0, done.stderr[-2000:]
+    sent = json.loads(done.stdout)["sent"]
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    messages: list[Any] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(messages) < sent and time.monotonic() < deadline:
+            for message in consumer.consume(1000, timeout=0.2):
+                assert message.error() is None, message.error()
+                messages.append(message)
+    finally:
+        consumer.close()
+    assert [message.offset() for message in messages] == list(range(sent))
+    for message in messages:
+        value = message.value()
+        assert message.key() is None and len(value) == 100 and value[16:] == b"x" * 84
+        sent_ns, due_ns = struct.unpack_from(">qq", value)
+        assert started < due_ns <= sent_ns < ended
 
 
 def test_against_librdkafka_mock_cluster(c_client: Path, mock_cluster: Any) -> None:
