@@ -539,7 +539,7 @@ static int connect_to(const char *bootstrap) {
 
 static void send_all(int connection, const Writer *frame, const char *whose) {
     for (size_t sent = 0; sent < frame->size;) {
-        ssize_t done = send(connection, frame->data + sent, frame->size - sent, 0);
+        ssize_t done = send(connection, frame->data + sent, frame->size - sent, MSG_NOSIGNAL);
         if (done < 0 && errno == EINTR)
             continue;
         if (done <= 0)

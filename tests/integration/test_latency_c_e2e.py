@@ -141,4 +141,5 @@ def test_a_closed_connection_ends_the_run_with_one_line(c_client: Path, closing_
     done = run(c_client, closing_server)
     assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr.count("\n") == 1 and "closed" in done.stderr, done.stderr
+    # the server closed the connection, or reset it before the request went out (no SIGPIPE)
+    assert done.stderr.count("\n") == 1 and "producer's connection" in done.stderr, done.stderr
