@@ -688,158 +688,192 @@ typedef struct {
     int32_t correlation_id;
 } InFlight;
 
+/* What a run knows: raw_e2e_main's variables, by the same names. */
+typedef struct {
+    Options options;
+    int producer, consumer, max_records, window, oldest, unanswered;
+    int64_t rate, total, start, wall_ms_at_start, sent, held_until;
+    int64_t last_offset;  /* of the last record acknowledged */
+    int64_t fetch_offset; /* a fresh topic: from its start (the first second is not counted anyway) */
+    int32_t correlation_id, fetch_correlation_id;
+    long long failures, fetch_errors, late, held, fetches, requests;
+    InFlight *in_flight;
+    int64_t *due_times;
+    Series acked, acked_from_due;
+    Consumed consumed;
+    Writer produce_request, fetch_request;
+    Inbox producer_inbox, consumer_inbox;
+} Run;
+
+static int64_t due_time(const Run *run, int64_t index) {
+    return run->start + index * 1000000000 / run->rate;
+}
+
+/* While a place in the window is free, every record due and not sent yet in one request (at most
+   max_records); returns how long select may wait. */
+static int64_t send_due_records(Run *run, int64_t now) {
+    int64_t timeout_ns = 500000000; /* also the most a full window waits before looking again */
+    int64_t due = (now - run->start) * run->rate / 1000000000 + 1;
+    if (due > run->total)
+        due = run->total;
+    while (run->sent < due && run->unanswered < run->window) {
+        int64_t up_to = due < run->sent + run->max_records ? due : run->sent + run->max_records;
+        int records = (int)(up_to - run->sent);
+        for (int index = 0; index < records; index++) {
+            run->due_times[index] = due_time(run, run->sent + index);
+            if (run->due_times[index] < now - 1000000)
+                run->late++; /* sent more than a millisecond after its time */
+        }
+        if (run->sent < run->held_until)
+            run->held += (run->held_until < up_to ? run->held_until : up_to) - run->sent;
+        put_produce(&run->produce_request, run->correlation_id, run->options.acks, run->options.topic, records, now,
+                    run->due_times, run->wall_ms_at_start + (now - run->start) / 1000000);
+        send_all(run->producer, &run->produce_request, "producer's");
+        run->in_flight[(run->oldest + run->unanswered) % run->window] =
+            (InFlight){now, run->sent, records, run->correlation_id};
+        run->unanswered++;
+        run->correlation_id++;
+        run->requests++;
+        run->sent = up_to;
+        now = monotonic_ns();
+    }
+    if (run->sent < due)
+        run->held_until = due; /* due while the window is full: sent when an answer frees a place */
+    else if (run->sent < run->total)
+        timeout_ns = due_time(run, run->sent) - now;
+    return timeout_ns > 0 ? timeout_ns : 0;
+}
+
+static void take_produce_answers(Run *run) {
+    receive(run->producer, &run->producer_inbox, PRODUCE_RECEIVE, "producer's");
+    int64_t received = monotonic_ns();
+    const unsigned char *frame;
+    size_t size;
+    while (next_frame(&run->producer_inbox, &frame, &size)) {
+        if (!run->unanswered)
+            fail("a Produce answer to no request");
+        InFlight request = run->in_flight[run->oldest];
+        run->oldest = (run->oldest + 1) % run->window;
+        run->unanswered--;
+        Reader reader = {frame, size, 0, "Produce answer"};
+        int error_code;
+        int64_t base_offset;
+        read_produce_answer(&reader, request.correlation_id, &error_code, &base_offset);
+        if (error_code) {
+            run->failures += request.count;
+            continue;
+        }
+        if (base_offset + request.count - 1 > run->last_offset)
+            run->last_offset = base_offset + request.count - 1;
+        if (request.sent_at >= run->consumed.measuring_from) {
+            for (int64_t index = request.first; index < request.first + request.count; index++) {
+                add(&run->acked, (received - request.sent_at) / 1e6);
+                add(&run->acked_from_due, (received - due_time(run, index)) / 1e6);
+            }
+        }
+    }
+}
+
+static void take_fetch_answers(Run *run) {
+    receive(run->consumer, &run->consumer_inbox, FETCH_RECEIVE, "consumer's");
+    int64_t received = monotonic_ns();
+    const unsigned char *frame;
+    size_t size;
+    while (next_frame(&run->consumer_inbox, &frame, &size)) {
+        Reader reader = {frame, size, 0, "Fetch answer"};
+        int error_code;
+        const unsigned char *records;
+        size_t records_size;
+        read_fetch_answer(&reader, run->fetch_correlation_id, &error_code, &records, &records_size);
+        if (error_code) {
+            if (++run->fetch_errors > 100)
+                fail("Fetch answered error %d %lld times", error_code, run->fetch_errors);
+            struct timespec pause = {0, 10000000};
+            nanosleep(&pause, NULL);
+        } else {
+            int64_t next_offset = read_records(records, records_size, received, &run->consumed);
+            if (next_offset > run->fetch_offset)
+                run->fetch_offset = next_offset;
+        }
+        run->fetches++;
+        run->fetch_correlation_id++;
+        put_fetch(&run->fetch_request, run->fetch_correlation_id, run->options.topic, run->fetch_offset);
+        send_all(run->consumer, &run->fetch_request, "consumer's");
+    }
+}
+
+static void print_result(const Run *run, double cpu) {
+    static char output[1 << 20];
+    setvbuf(stdout, output, _IOFBF, sizeof output);
+    printf("{");
+    print_series("acked", &run->acked);
+    printf(", ");
+    print_series("ends", &run->consumed.ends);
+    printf(", \"failures\": %lld, \"cpu\": %.6f, \"late\": %lld, \"held\": %lld, \"fetches\": %lld, ", run->failures,
+           cpu, run->late + (long long)(run->total - run->sent), run->held, run->fetches);
+    print_series("acked_from_due", &run->acked_from_due);
+    printf(", ");
+    print_series("ends_from_due", &run->consumed.ends_from_due);
+    printf(", \"requests\": %lld, \"sent\": %lld, \"max_records\": %d}\n", run->requests, (long long)run->sent,
+           run->max_records);
+    if (fflush(stdout))
+        fail("cannot write the result: %s", strerror(errno));
+}
+
 int main(int count, char **arguments) {
-    Options options = parse_options(count, arguments);
+    static Run run; /* zeroed */
+    run.options = parse_options(count, arguments);
     crc32c_init();
-    int producer = connect_to(options.bootstrap);
-    await_topic(producer, options.topic);
-    int consumer = connect_to(options.bootstrap);
-    int max_records = options.one_record_per_request ? 1
-                      : options.max_batch_records > 0 ? options.max_batch_records
-                                                       : records_per_batch();
-    int64_t rate = options.rate;
-    int64_t total = (int64_t)(rate * (options.seconds + WARMUP_NS / 1e9));
-    int window = options.max_in_flight;
-    InFlight *in_flight = calloc((size_t)window, sizeof *in_flight);
-    int64_t *due_times = calloc((size_t)max_records, sizeof *due_times);
-    if (!in_flight || !due_times)
+    run.producer = connect_to(run.options.bootstrap);
+    await_topic(run.producer, run.options.topic);
+    run.consumer = connect_to(run.options.bootstrap);
+    run.max_records = run.options.one_record_per_request ? 1
+                      : run.options.max_batch_records > 0 ? run.options.max_batch_records
+                                                           : records_per_batch();
+    run.rate = run.options.rate;
+    run.total = (int64_t)(run.rate * (run.options.seconds + WARMUP_NS / 1e9));
+    run.window = run.options.max_in_flight;
+    run.in_flight = calloc((size_t)run.window, sizeof *run.in_flight);
+    run.due_times = calloc((size_t)run.max_records, sizeof *run.due_times);
+    if (!run.in_flight || !run.due_times)
         fail("out of memory");
-    int oldest = 0, unanswered = 0;
-    Series acked = {0}, acked_from_due = {0};
-    Consumed consumed = {0};
-    long long failures = 0, fetch_errors = 0, late = 0, held = 0, fetches = 0, requests = 0;
-    int64_t last_offset = -1; /* of the last record acknowledged */
-    int64_t fetch_offset = 0; /* a fresh topic: from its start (the first second is not counted anyway) */
-    int32_t correlation_id = 2, fetch_correlation_id = 2;
-    Writer produce_request = {0}, fetch_request = {0};
-    Inbox producer_inbox = {0}, consumer_inbox = {0};
-    put_fetch(&fetch_request, fetch_correlation_id, options.topic, fetch_offset);
-    send_all(consumer, &fetch_request, "consumer's");
+    run.last_offset = -1;
+    run.correlation_id = run.fetch_correlation_id = 2;
+    put_fetch(&run.fetch_request, run.fetch_correlation_id, run.options.topic, run.fetch_offset);
+    send_all(run.consumer, &run.fetch_request, "consumer's");
     double cpu_before = own_cpu_seconds();
-    int64_t start = monotonic_ns();
-    int64_t wall_ms_at_start = wall_ms();
-    consumed.measuring_from = start + WARMUP_NS;
-    int64_t give_up = start + (int64_t)((3 * (options.seconds + WARMUP_NS / 1e9) + 10) * 1e9);
-    int64_t sent = 0, held_until = 0;
-    int highest = producer > consumer ? producer : consumer;
+    run.start = monotonic_ns();
+    run.wall_ms_at_start = wall_ms();
+    run.consumed.measuring_from = run.start + WARMUP_NS;
+    int64_t give_up = run.start + (int64_t)((3 * (run.options.seconds + WARMUP_NS / 1e9) + 10) * 1e9);
+    int highest = run.producer > run.consumer ? run.producer : run.consumer;
     for (;;) {
         int64_t now = monotonic_ns();
-        int64_t timeout_ns = 500000000; /* also the most a full window waits before looking again */
-        if (sent < total) {
-            int64_t due = (now - start) * rate / 1000000000 + 1;
-            if (due > total)
-                due = total;
-            while (sent < due && unanswered < window) {
-                int64_t up_to = due < sent + max_records ? due : sent + max_records;
-                int records = (int)(up_to - sent);
-                for (int index = 0; index < records; index++) {
-                    due_times[index] = start + (sent + index) * 1000000000 / rate;
-                    if (due_times[index] < now - 1000000)
-                        late++; /* sent more than a millisecond after its time */
-                }
-                if (sent < held_until)
-                    held += (held_until < up_to ? held_until : up_to) - sent;
-                put_produce(&produce_request, correlation_id, options.acks, options.topic, records, now, due_times,
-                            wall_ms_at_start + (now - start) / 1000000);
-                send_all(producer, &produce_request, "producer's");
-                in_flight[(oldest + unanswered) % window] = (InFlight){now, sent, records, correlation_id};
-                unanswered++;
-                correlation_id++;
-                requests++;
-                sent = up_to;
-                now = monotonic_ns();
-            }
-            if (sent < due)
-                held_until = due; /* due while the window is full: sent when an answer frees a place */
-            else if (sent < total)
-                timeout_ns = start + sent * 1000000000 / rate - now;
-            if (timeout_ns < 0)
-                timeout_ns = 0;
-        } else if (!unanswered && fetch_offset > last_offset) {
+        int64_t timeout_ns = 500000000;
+        if (run.sent < run.total)
+            timeout_ns = send_due_records(&run, now);
+        else if (!run.unanswered && run.fetch_offset > run.last_offset)
             break;
-        }
-        if (now > give_up)
+        if (monotonic_ns() > give_up)
             break;
         fd_set readable;
         FD_ZERO(&readable);
-        FD_SET(producer, &readable);
-        FD_SET(consumer, &readable);
+        FD_SET(run.producer, &readable);
+        FD_SET(run.consumer, &readable);
         struct timeval timeout = {(time_t)(timeout_ns / 1000000000), (suseconds_t)(timeout_ns % 1000000000 / 1000)};
-        int ready = select(highest + 1, &readable, NULL, NULL, &timeout);
-        if (ready < 0) {
+        if (select(highest + 1, &readable, NULL, NULL, &timeout) < 0) {
             if (errno == EINTR)
                 continue;
             fail("select: %s", strerror(errno));
         }
-        const unsigned char *frame;
-        size_t size;
-        if (FD_ISSET(producer, &readable)) {
-            receive(producer, &producer_inbox, PRODUCE_RECEIVE, "producer's");
-            int64_t received = monotonic_ns();
-            while (next_frame(&producer_inbox, &frame, &size)) {
-                if (!unanswered)
-                    fail("a Produce answer to no request");
-                InFlight request = in_flight[oldest];
-                oldest = (oldest + 1) % window;
-                unanswered--;
-                Reader reader = {frame, size, 0, "Produce answer"};
-                int error_code;
-                int64_t base_offset;
-                read_produce_answer(&reader, request.correlation_id, &error_code, &base_offset);
-                if (error_code) {
-                    failures += request.count;
-                    continue;
-                }
-                if (base_offset + request.count - 1 > last_offset)
-                    last_offset = base_offset + request.count - 1;
-                if (request.sent_at >= consumed.measuring_from) {
-                    for (int64_t index = request.first; index < request.first + request.count; index++) {
-                        add(&acked, (received - request.sent_at) / 1e6);
-                        add(&acked_from_due, (received - (start + index * 1000000000 / rate)) / 1e6);
-                    }
-                }
-            }
-        }
-        if (FD_ISSET(consumer, &readable)) {
-            receive(consumer, &consumer_inbox, FETCH_RECEIVE, "consumer's");
-            int64_t received = monotonic_ns();
-            while (next_frame(&consumer_inbox, &frame, &size)) {
-                Reader reader = {frame, size, 0, "Fetch answer"};
-                int error_code;
-                const unsigned char *records;
-                size_t records_size;
-                read_fetch_answer(&reader, fetch_correlation_id, &error_code, &records, &records_size);
-                if (error_code) {
-                    if (++fetch_errors > 100)
-                        fail("Fetch answered error %d %lld times", error_code, fetch_errors);
-                    struct timespec pause = {0, 10000000};
-                    nanosleep(&pause, NULL);
-                } else {
-                    int64_t next_offset = read_records(records, records_size, received, &consumed);
-                    if (next_offset > fetch_offset)
-                        fetch_offset = next_offset;
-                }
-                fetches++;
-                fetch_correlation_id++;
-                put_fetch(&fetch_request, fetch_correlation_id, options.topic, fetch_offset);
-                send_all(consumer, &fetch_request, "consumer's");
-            }
-        }
+        if (FD_ISSET(run.producer, &readable))
+            take_produce_answers(&run);
+        if (FD_ISSET(run.consumer, &readable))
+            take_fetch_answers(&run);
     }
-    double cpu = (own_cpu_seconds() - cpu_before) / (double)(sent > 1 ? sent : 1) * 1e6;
-    close(producer);
-    close(consumer);
-    static char output[1 << 20];
-    setvbuf(stdout, output, _IOFBF, sizeof output);
-    printf("{");
-    print_series("acked", &acked);
-    printf(", ");
-    print_series("ends", &consumed.ends);
-    printf(", \"failures\": %lld, \"cpu\": %.6f, \"late\": %lld, \"held\": %lld, \"fetches\": %lld, ", failures, cpu,
-           late + (long long)(total - sent), held, fetches);
-    print_series("acked_from_due", &acked_from_due);
-    printf(", ");
-    print_series("ends_from_due", &consumed.ends_from_due);
-    printf(", \"requests\": %lld, \"sent\": %lld, \"max_records\": %d}\n", requests, (long long)sent, max_records);
-    return fflush(stdout) ? 1 : 0;
+    double cpu = (own_cpu_seconds() - cpu_before) / (double)(run.sent > 1 ? run.sent : 1) * 1e6;
+    close(run.producer);
+    close(run.consumer);
+    print_result(&run, cpu);
+    return 0;
 }
