@@ -5,6 +5,7 @@
     python benchmarks/latency.py --flush-on-ack        # also kafkalite with log.flush.on.ack=true, beside fsync
     python benchmarks/latency.py --raw --raw-e2e       # also the clients without librdkafka (below)
     python benchmarks/latency.py --rates 10000 --raw-e2e --one-record-per-request  # batched and one a request
+    python benchmarks/latency.py --rates 1000,10000 --raw-e2e --c-e2e  # that client in Python and in C
 
 A confluent-kafka producer (``linger.ms`` 0, acks=1 or all) sends 100-byte records at a fixed rate
 (paced every millisecond) into a fresh one-partition topic, while a confluent-kafka consumer in a
@@ -61,6 +62,18 @@ VM, so at 10 k records/s its consumer falls behind; a Fetch with nothing to read
 client each run's line also says how many of the machine's cores were busy during the run and how
 much CPU the host took from this VM (steal time, from ``/proc/stat``): the other work on a small
 shared machine is part of what a latency shows.
+
+``--c-e2e`` adds the same end-to-end client written in C (``benchmarks/rawe2e.c``, C11 and POSIX, libc
+only; compiled once a run with ``cc -O2`` into the scratch directory, and left out with one line said
+when there is no ``cc``): the same pacing, window, batching, warm-up, record values and figures (its
+clock ``CLOCK_MONOTONIC``, its own CPU from ``getrusage``), the same line of JSON, rows labelled
+``(C raw e2e)`` in both tables. Why: the Python client takes 0.6-0.8 of a core at 10 k records/s beside
+a broker on a 2-core machine, so its own CPU is in the latencies it measures; the C one spends 3-6 us
+of user time a record, and the rest of its CPU (about 30 us a record at 10 k/s) is the kernel's work
+for its socket calls on the loopback (a ``send`` also runs the receiving side's TCP and wakes the
+server), which the Python client pays as well. It waits for the topic with a Metadata v9 request (as
+``rawclients.py`` does) and then talks to the first bootstrap server, so it runs against the mock as
+against kafkalite.
 """
 
 from __future__ import annotations
@@ -68,6 +81,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -212,6 +226,23 @@ def _per_request(figures: dict[str, list[float]]) -> float:
     return sum(figures["sent"]) / max(1, sum(figures["requests"]))
 
 
+def compile_c_client(scratch: Path) -> Path | None:
+    """``benchmarks/rawe2e.c`` compiled with ``cc -O2`` into ``scratch``; None (and one line said) without a
+    compiler or when it does not compile."""
+    compiler = shutil.which("cc")
+    if compiler is None:
+        print("no C compiler (cc) on PATH: the C raw end-to-end client is left out", flush=True)
+        return None
+    binary = scratch / "rawe2e"
+    done = subprocess.run([compiler, "-O2", "-o", str(binary), str(REPO / "benchmarks" / "rawe2e.c")],
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        print(f"benchmarks/rawe2e.c did not compile, the C raw end-to-end client is left out:"
+              f" {done.stderr.strip()[-300:]}", flush=True)
+        return None
+    return binary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command")
@@ -237,6 +268,9 @@ def main() -> None:
     parser.add_argument("--raw-e2e", action="store_true",
                         help="also a client without librdkafka, end to end: pipelined Produce v9 requests, each"
                              " with the records due and not sent yet, and a long-polling Fetch v12 consumer")
+    parser.add_argument("--c-e2e", action="store_true",
+                        help="also the same end-to-end client written in C (benchmarks/rawe2e.c, compiled with cc"
+                             " -O2 for the run): the client's own CPU out of the server's way")
     parser.add_argument("--one-record-per-request", action="store_true",
                         help="also that client sending each record in a Produce request of its own")
     parser.add_argument("--max-in-flight", type=int, default=5,
@@ -267,9 +301,12 @@ def main() -> None:
         brokers["kafkalite flush.on.ack"] = BrokerProcess(scratch / "flush", {"log.flush.on.ack": "true"},
                                                           admin=False).start()
     runs = [(rate, acks) for rate in rates for acks in acks_list]
-    raw_e2e_clients = [*(["rawe2e"] if a.raw_e2e else []), *(["rawe2e1"] if a.one_record_per_request else [])]
+    c_client = compile_c_client(scratch) if a.c_e2e else None
+    raw_e2e_clients = [*(["rawe2e"] if a.raw_e2e else []), *(["rawe2e-c"] if c_client else []),
+                       *(["rawe2e1"] if a.one_record_per_request else [])]
     clients = ["client", *(["raw"] if a.raw else []), *raw_e2e_clients]
-    labels = {"client": "", "raw": " (raw)", "rawe2e": " (raw e2e)", "rawe2e1": " (raw e2e, 1 a request)"}
+    labels = {"client": "", "raw": " (raw)", "rawe2e": " (raw e2e)", "rawe2e-c": " (C raw e2e)",
+              "rawe2e1": " (raw e2e, 1 a request)"}
     width = max(32, *(len(name + labels[client]) for name in ["mock", *brokers] for client in clients))
     topics = {f"lat-{rep}-{rate}-{acks}-{client}": 1
               for rep in range(a.reps) for rate, acks in runs for client in clients}
@@ -294,7 +331,8 @@ def main() -> None:
                             extra.append("--one-record-per-request")
                         elif a.max_batch_records:
                             extra += ["--max-batch-records", str(a.max_batch_records)]
-                    done = subprocess.run([sys.executable, __file__, command, "--bootstrap", bootstrap,
+                    program = [str(c_client)] if client == "rawe2e-c" else [sys.executable, __file__, command]
+                    done = subprocess.run([*program, "--bootstrap", bootstrap,
                                            "--topic", topic, "--rate", str(rate), "--acks", acks,
                                            "--seconds", str(a.seconds), *extra],
                                           capture_output=True, text=True, timeout=3 * (a.seconds + WARMUP_S) + 120)
@@ -387,8 +425,6 @@ def main() -> None:
         for broker in brokers.values():
             broker.stop()
             broker.close()
-        import shutil
-
         shutil.rmtree(scratch, ignore_errors=True)
 
 
