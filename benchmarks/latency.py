@@ -184,15 +184,6 @@ def client_main(a: argparse.Namespace) -> None:
     print(json.dumps({"acked": acked, "ends": ends, "failures": failures[0], "cpu": cpu}), flush=True)
 
 
-def _machine_cpu() -> tuple[float, float, float]:
-    """CPU seconds of the whole machine so far, busy (not idle, not waiting for I/O, not stolen) and
-    stolen by the host (the VM's steal time), with the monotonic clock: ``/proc/stat``."""
-    fields = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    tick = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system + irq + softirq) / tick, steal / tick, time.monotonic()
-
-
 def fsync_latency(directory: Path, count: int = 300, size: int = 4096,
                   sync: Callable[[int], None] = os.fsync) -> list[float]:
     """The disk's own: ``size`` bytes appended and synced, ``count`` times, in milliseconds."""
@@ -289,7 +280,7 @@ def main() -> None:
         raw_e2e_main(a)
         return
 
-    from compare import Mock, cpu_seconds
+    from compare import Mock, cpu_seconds, machine_cpu
 
     from kafkalite.testing.process import BrokerProcess
 
@@ -323,7 +314,7 @@ def main() -> None:
                         continue
                     topic = f"lat-{rep}-{rate}-{acks}-{client}"
                     cpu_before = cpu_seconds(pids[name])
-                    machine_before = _machine_cpu()
+                    machine_before = machine_cpu()
                     command, extra = client, []
                     if client in raw_e2e_clients:
                         command, extra = "rawe2e", ["--max-in-flight", str(a.max_in_flight)]
@@ -337,7 +328,7 @@ def main() -> None:
                                            "--seconds", str(a.seconds), *extra],
                                           capture_output=True, text=True, timeout=3 * (a.seconds + WARMUP_S) + 120)
                     cpu_after = cpu_seconds(pids[name])
-                    machine = [after - before for after, before in zip(_machine_cpu(), machine_before, strict=True)]
+                    machine = [after - before for after, before in zip(machine_cpu(), machine_before, strict=True)]
                     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
                     if not lines:
                         print(f"  {name} {rate}/s acks={acks}: no result: {done.stderr[-300:]}", flush=True)
