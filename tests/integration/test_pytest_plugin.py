@@ -17,6 +17,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def _plugin_installed() -> bool:
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.Pytester]:
     """A project directory whose pytest loads the plugin as an installed package would.
 
     Its pytest runs in a process of its own (``runpytest_subprocess``), as another project's would. Run
@@ -64,11 +65,19 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     collected test file imports the broker) keeps the handlers that the run's broker imported in its
     warm-up. A later broker in this process then imports the dropped modules again, and its handlers
     would be the earlier copies: SaslAuthenticate's compares the connection's ``SaslState`` with the
-    other copy's and refuses every SASL login ("Unexpected SaslAuthenticate request")."""
+    other copy's and refuses every SASL login ("Unexpected SaslAuthenticate request"). After the test,
+    every handler the registry holds must still be its module's in ``sys.modules``."""
+    from kafkalite.broker.handlers.registry import HANDLERS
+
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
     if not _plugin_installed():  # a source tree not installed as a package: load the plugin by name
         pytester.makeini("[pytest]\naddopts = -p kafkalite.testing.plugin\n")
-    return pytester
+    yield pytester
+    handlers = [HANDLERS[key].handle for key in sorted(HANDLERS.loaded())]
+    stale = [f"{handler.__module__}.{handler.__name__}" for handler in handlers
+             if getattr(sys.modules.get(handler.__module__), "__dict__", None) is not handler.__globals__]
+    assert not stale, (f"the run left {len(stale)} handlers of modules no longer imported in this process, "
+                       f"such as {stale[:3]}")
 
 
 def _ini(suite: pytest.Pytester, lines: str) -> None:
