@@ -1,10 +1,10 @@
 """The pytest plugin and the brokers behind it, used as a project's own test suite would use them.
 
-``pytester`` runs fresh test files that rely only on the installed plugin: the session broker (in this
-process and as a subprocess), its configuration from the ini file and from markers, the per-test
-factory with a restart on the same data, the broker log in a failing test's report, pytest-xdist,
-pytest-asyncio and anyio. The context managers are tested directly. Start-up times are printed, never
-asserted.
+``pytester`` runs fresh test files that rely only on the installed plugin, in a pytest process of their
+own: the session broker (in that process and as a subprocess), its configuration from the ini file and
+from markers, the per-test factory with a restart on the same data, the broker log in a failing test's
+report, pytest-xdist, pytest-asyncio and anyio. The context managers are tested directly. Start-up
+times are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ pytest_plugins = ["pytester"]
 
 REPO_ROOT = Path(kafkalite.__file__).resolve().parents[1]
 TIMEOUT_S = 30.0
+RUN_TIMEOUT_S = 120.0  # one pytester run of a project's suite, in its own process
 
 
 def _roundtrip(bootstrap: str, topic: str, count: int = 5) -> list[bytes]:
@@ -53,12 +55,29 @@ def _plugin_installed() -> bool:
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A project directory whose pytest loads the plugin as an installed package would."""
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.Pytester]:
+    """A project directory whose pytest loads the plugin as an installed package would.
+
+    Its pytest runs in a process of its own (``runpytest_subprocess``), as another project's would. Run
+    in this process, it would share the broker's module-level state with the tests around it: pytester
+    puts ``sys.modules`` back as it found it after the run, dropping the modules the run imported, while
+    the handler registry (``kafkalite.broker.handlers.registry.HANDLERS``, imported before when any
+    collected test file imports the broker) keeps the handlers that the run's broker imported in its
+    warm-up. A later broker in this process then imports the dropped modules again, and its handlers
+    would be the earlier copies: SaslAuthenticate's compares the connection's ``SaslState`` with the
+    other copy's and refuses every SASL login ("Unexpected SaslAuthenticate request"). After the test,
+    every handler the registry holds must still be its module's in ``sys.modules``."""
+    from kafkalite.broker.handlers.registry import HANDLERS
+
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
     if not _plugin_installed():  # a source tree not installed as a package: load the plugin by name
         pytester.makeini("[pytest]\naddopts = -p kafkalite.testing.plugin\n")
-    return pytester
+    yield pytester
+    handlers = [HANDLERS[key].handle for key in sorted(HANDLERS.loaded())]
+    stale = [f"{handler.__module__}.{handler.__name__}" for handler in handlers
+             if getattr(sys.modules.get(handler.__module__), "__dict__", None) is not handler.__globals__]
+    assert not stale, (f"the run left {len(stale)} handlers of modules no longer imported in this process, "
+                       f"such as {stale[:3]}")
 
 
 def _ini(suite: pytest.Pytester, lines: str) -> None:
@@ -216,7 +235,7 @@ def test_plugin_gives_a_session_broker_configured_by_ini_and_markers(suite: pyte
             assert [r.offset for r in kafka_broker.produce("t-helpers", [b"x", b"y"], partition=1)] == [0, 1]
             assert [r.value for r in kafka_broker.consume("t-helpers")] == [b"x", b"y"]
     ''')
-    result = suite.runpytest("-p", "no:cacheprovider")
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", timeout=RUN_TIMEOUT_S)
     result.assert_outcomes(passed=5)
 
 
@@ -231,7 +250,7 @@ def test_plugin_subprocess_mode(suite: pytest.Pytester) -> None:
             assert kafka_broker.pid != os.getpid()
             assert roundtrip(kafka_broker.bootstrap_servers, "t-sub") == [b"0", b"1", b"2"]
     ''')
-    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    suite.runpytest_subprocess("-p", "no:cacheprovider", timeout=RUN_TIMEOUT_S).assert_outcomes(passed=1)
 
 
 def test_plugin_factory_restarts_on_the_same_data(suite: pytest.Pytester) -> None:
@@ -256,7 +275,7 @@ def test_plugin_factory_restarts_on_the_same_data(suite: pytest.Pytester) -> Non
             first, second = kafka_broker_factory(), kafka_broker_factory(auto_create_topics_enable=False)
             assert len({first.bootstrap_servers, second.bootstrap_servers, kafka_broker.bootstrap_servers}) == 3
     ''')
-    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+    suite.runpytest_subprocess("-p", "no:cacheprovider", timeout=RUN_TIMEOUT_S).assert_outcomes(passed=3)
 
 
 def test_a_failing_test_shows_the_broker_log(suite: pytest.Pytester) -> None:
@@ -265,7 +284,7 @@ def test_a_failing_test_shows_the_broker_log(suite: pytest.Pytester) -> None:
         def test_fails(kafka_broker):
             assert kafka_broker.bootstrap_servers == "nowhere"
     ''')
-    result = suite.runpytest("-p", "no:cacheprovider")
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", timeout=RUN_TIMEOUT_S)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*kafka broker log*", "*listening on PLAINTEXT://127.0.0.1:*"])
 
@@ -300,7 +319,7 @@ def test_plugin_under_xdist_and_async_test_frameworks(suite: pytest.Pytester) ->
         def test_worker_has_its_own(kafka_broker):
             print("WORKER", os.environ.get("PYTEST_XDIST_WORKER"), kafka_broker.bootstrap_servers)
     ''')
-    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-s", timeout=120)
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-s", timeout=RUN_TIMEOUT_S)
     result.assert_outcomes(passed=4)
 
 
