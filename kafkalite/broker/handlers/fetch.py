@@ -191,9 +191,6 @@ def _read_all(wanted: list[WantedPartition], max_bytes: int, read_committed: boo
     ``FileRegion`` objects (the connection sends them with ``os.sendfile`` or reads them as it writes).
     ``appended``: batches appends handed over, by ``id`` of their partition, answered from when they
     are exactly what the read would return."""
-    if len(wanted) == 1:  # a consumer of one partition
-        item = wanted[0]
-        return [_read(item, min(item.partition_max_bytes, max_bytes), True, read_committed, file_regions, appended)]
     results = []
     remaining = max_bytes
     min_one_batch = True
